@@ -1,0 +1,354 @@
+// Package containerd runs berth's embedded runtime: a containerd child
+// process with its config, root, state and socket under berth's root dir
+// (the way k3s does it). It also follows containerd's native task event
+// stream, which reports exits at once where CRI 1.6 has no event API, and
+// imports image tarballs for nodes that cannot pull.
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/imagebuild"
+)
+
+// criNamespace is the containerd namespace the CRI plugin keeps its pods,
+// containers and images in.
+const criNamespace = "k8s.io"
+
+const (
+	defaultStartTimeout = 30 * time.Second
+	// readyPollInterval paces the wait for the socket: containerd starts
+	// in well under a second, and a dial costs next to nothing.
+	readyPollInterval = 20 * time.Millisecond
+	// probeTimeout bounds one readiness probe (a dial and a Version call).
+	probeTimeout = 2 * time.Second
+	// killWait bounds the wait for a SIGKILLed containerd to be reaped.
+	killWait = 10 * time.Second
+	// logTailBytes is how much of containerd.log a start error quotes.
+	logTailBytes = 4096
+)
+
+// Options configure a managed containerd.
+type Options struct {
+	// RootDir is berth's root dir; containerd lives under RootDir/containerd.
+	RootDir string
+	// Binary is the containerd executable; default "containerd" from PATH.
+	Binary string
+	// CNIBinDir holds the CNI plugins; default /usr/lib/cni (Debian's).
+	CNIBinDir string
+	// CNIConfDir is where berth writes its CNI conflist; default
+	// RootDir/cni/net.d, so that the host's own CNI configs are not used.
+	CNIConfDir string
+	// SandboxImage is the pause image; default imagebuild.PauseImageRef.
+	SandboxImage string
+	// StartTimeout bounds the wait for the socket; default 30s.
+	StartTimeout time.Duration
+	Log          *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.RootDir == "" {
+		return o, errors.New("containerd: RootDir is required")
+	}
+	root, err := filepath.Abs(o.RootDir)
+	if err != nil {
+		return o, fmt.Errorf("containerd: RootDir %q: %w", o.RootDir, err)
+	}
+	o.RootDir = root
+	if o.Binary == "" {
+		o.Binary = "containerd"
+	}
+	// A full path makes the process recognisable in /proc after a restart.
+	if o.Binary, err = exec.LookPath(o.Binary); err != nil {
+		return o, fmt.Errorf("containerd: binary: %w", err)
+	}
+	if o.CNIBinDir == "" {
+		o.CNIBinDir = "/usr/lib/cni"
+	}
+	if o.CNIConfDir == "" {
+		o.CNIConfDir = filepath.Join(o.RootDir, "cni", "net.d")
+	}
+	if o.SandboxImage == "" {
+		o.SandboxImage = imagebuild.PauseImageRef
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = defaultStartTimeout
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return o, nil
+}
+
+// Managed is a containerd that berth started, or adopted from a previous
+// berth that died without stopping it.
+type Managed struct {
+	layout      layout
+	snapshotter string
+	pid         int // 0 when adopted without a pid file
+	startedByUs bool
+	log         *slog.Logger
+
+	// Only when started by us: the process and its reaper's results.
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start starts containerd as a child process in its own session, so that
+// it outlives a berth killed with SIGKILL, or adopts the one a previous
+// berth left running on the same root (its pid file names a live
+// containerd, or the socket answers): then StartedByUs is false and Stop
+// leaves it alone.
+func Start(ctx context.Context, o Options) (*Managed, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := newLayout(o.RootDir)
+	if err := l.validate(); err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	if err := os.MkdirAll(l.Dir, 0o711); err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	m, err := adopt(ctx, o, l)
+	if m != nil || err != nil {
+		return m, err
+	}
+	return launch(ctx, o, l)
+}
+
+// Address is the path of containerd's gRPC socket (containerd API and CRI).
+func (m *Managed) Address() string { return m.layout.Socket }
+
+// Endpoint is the CRI endpoint, as --container-runtime-endpoint spells it.
+func (m *Managed) Endpoint() string { return "unix://" + m.layout.Socket }
+
+// Snapshotter is the snapshotter CRI unpacks images for.
+func (m *Managed) Snapshotter() string { return m.snapshotter }
+
+// StartedByUs is false for an adopted containerd.
+func (m *Managed) StartedByUs() bool { return m.startedByUs }
+
+// Pid is containerd's process ID, or 0 if it is unknown (adopted without a
+// usable pid file).
+func (m *Managed) Pid() int { return m.pid }
+
+// LogPath is the file containerd's output goes to.
+func (m *Managed) LogPath() string { return m.layout.Log }
+
+// Done is closed when a containerd started by us exits, for whatever
+// reason. For an adopted containerd it is never closed: berth is not its
+// parent and cannot wait for it.
+func (m *Managed) Done() <-chan struct{} { return m.exited }
+
+// Stop stops a containerd started by us: SIGTERM, then SIGKILL when ctx
+// ends first. Containers keep running (their shims are not containerd's
+// children). An adopted containerd is left alone.
+func (m *Managed) Stop(ctx context.Context) error {
+	if !m.startedByUs {
+		return nil
+	}
+	m.stopOnce.Do(func() { m.stopErr = m.stop(ctx) })
+	return m.stopErr
+}
+
+func (m *Managed) stop(ctx context.Context) error {
+	var err error
+	select {
+	case <-m.exited:
+		m.log.Warn("containerd had already exited", "pid", m.pid, "status", m.waitErr)
+	default:
+		if sigErr := m.cmd.Process.Signal(syscall.SIGTERM); sigErr != nil && !errors.Is(sigErr, os.ErrProcessDone) {
+			m.log.Warn("signal containerd", "pid", m.pid, "err", sigErr)
+		}
+		select {
+		case <-m.exited:
+			m.log.Info("containerd stopped", "pid", m.pid)
+		case <-ctx.Done():
+			err = fmt.Errorf("containerd (pid %d) did not exit after SIGTERM, killed it: %w", m.pid, ctx.Err())
+			if killErr := m.kill(); killErr != nil {
+				err = errors.Join(err, killErr)
+			}
+		}
+	}
+	for _, p := range []string{m.layout.PIDFile, m.layout.Socket, m.layout.TTRPCSocket} {
+		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+			err = errors.Join(err, rmErr)
+		}
+	}
+	return err
+}
+
+// kill SIGKILLs containerd and waits for its reaper.
+func (m *Managed) kill() error {
+	if err := m.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill containerd (pid %d): %w", m.pid, err)
+	}
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-m.exited:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("containerd (pid %d) still not reaped %v after SIGKILL", m.pid, killWait)
+	}
+}
+
+// launch writes the config and starts a new containerd.
+func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
+	facts, err := detectFacts(l.Dir)
+	var overlayErr *overlayUnsupportedError
+	switch {
+	case errors.As(err, &overlayErr):
+		o.Log.Warn("containerd: falling back to the native snapshotter", "reason", overlayErr.err)
+	case err != nil:
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	for _, dir := range []string{l.CertsDir, o.CNIConfDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("containerd: %w", err)
+		}
+	}
+	config := renderConfig(configParams{
+		Layout: l, SandboxImage: o.SandboxImage, CNIBinDir: o.CNIBinDir, CNIConfDir: o.CNIConfDir, Facts: facts,
+	})
+	if err := writeFileAtomic(l.Config, []byte(config), 0o644); err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	// A socket left by a containerd that died would fool the readiness
+	// probe's dial; containerd would replace it anyway.
+	for _, p := range []string{l.Socket, l.TTRPCSocket} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("containerd: remove stale socket: %w", err)
+		}
+	}
+
+	logFile, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	fmt.Fprintf(logFile, "--- berth starts containerd at %s\n", time.Now().UTC().Format(time.RFC3339))
+	// No CommandContext and no Pdeathsig: containerd must outlive berth.
+	cmd := exec.Command(o.Binary, "--config", l.Config)
+	cmd.Dir = l.Dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	logFile.Close() // the child has its own descriptor
+	if err != nil {
+		return nil, fmt.Errorf("containerd: start %s: %w", o.Binary, err)
+	}
+
+	m := &Managed{
+		layout: l, snapshotter: facts.Snapshotter, pid: cmd.Process.Pid, startedByUs: true, log: o.Log,
+		cmd: cmd, exited: make(chan struct{}),
+	}
+	go func() {
+		m.waitErr = cmd.Wait()
+		close(m.exited)
+	}()
+
+	fail := func(err error) (*Managed, error) {
+		select {
+		case <-m.exited:
+		default:
+			if killErr := m.kill(); killErr != nil {
+				err = errors.Join(err, killErr)
+			}
+		}
+		_ = os.Remove(l.PIDFile)
+		return nil, fmt.Errorf("containerd: %w\n--- tail of %s:\n%s", err, l.Log, logTail(l.Log))
+	}
+	if err := writeFileAtomic(l.PIDFile, []byte(strconv.Itoa(m.pid)+"\n"), 0o644); err != nil {
+		return fail(err)
+	}
+	stillRunning := func() bool {
+		select {
+		case <-m.exited:
+			return false
+		default:
+			return true
+		}
+	}
+	if err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning); err != nil {
+		if errors.Is(err, errExited) {
+			err = fmt.Errorf("%w: %v", err, m.waitErr)
+		}
+		return fail(err)
+	}
+	o.Log.Info("containerd started", "pid", m.pid, "address", l.Socket, "snapshotter", facts.Snapshotter,
+		"restrictOOMScoreAdj", facts.RestrictOOMScoreAdj, "log", l.Log)
+	return m, nil
+}
+
+var errExited = errors.New("containerd exited")
+
+// waitReady polls the socket until containerd answers a Version call,
+// running() turns false (errExited), or the timeout or ctx ends.
+func waitReady(ctx context.Context, clk clock.WithTicker, timeout time.Duration, socket string, running func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := clk.NewTicker(readyPollInterval)
+	defer ticker.Stop()
+	for {
+		if !running() {
+			return errExited
+		}
+		err := probe(ctx, socket)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no answer on %s: %w (last error: %v)", socket, ctx.Err(), err)
+		case <-ticker.C():
+		}
+	}
+}
+
+// probe checks that containerd answers on socket. The dial comes first:
+// gRPC would otherwise back off for a second after a missing socket.
+func probe(ctx context.Context, socket string) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return err
+	}
+	conn.Close()
+	c, err := newClient(socket)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Version(ctx)
+	return err
+}
+
+func newClient(address string) (*client.Client, error) {
+	c, err := client.New(address, client.WithDefaultNamespace(criNamespace))
+	if err != nil {
+		return nil, fmt.Errorf("containerd client for %s: %w", address, err)
+	}
+	return c, nil
+}
