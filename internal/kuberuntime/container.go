@@ -1,0 +1,171 @@
+package kuberuntime
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+)
+
+// ContainerOptions are the facts about the node, the pod's volumes and the
+// running sandbox that a container's config depends on.
+type ContainerOptions struct {
+	// RestartCount is the container's attempt number, 0 for its first run.
+	RestartCount int
+	// Init marks an init container (sidecars included) in the annotations.
+	Init bool
+	// VolumePaths maps each pod volume to its host path
+	// (volume.Manager.Setup).
+	VolumePaths map[string]string
+	// TerminationMessageHostPath is the host file mounted at the container's
+	// terminationMessagePath; empty mounts none.
+	TerminationMessageHostPath string
+	// HostsFilePath is the pod's managed hosts file (see HostsFile), mounted
+	// at /etc/hosts unless the container mounts something there itself;
+	// empty mounts none and leaves /etc/hosts to the runtime.
+	HostsFilePath string
+
+	// PodIP and PodIPs are the sandbox's addresses, HostIP and HostIPs the
+	// node's, for the downward API (status.podIP(s), status.hostIP(s)).
+	PodIP   string
+	PodIPs  []string
+	HostIP  string
+	HostIPs []string
+	// NodeName answers spec.nodeName when the pod does not set it.
+	NodeName string
+
+	// ImageRef is the image ID to run, as ImageStatus or PullImage returned
+	// it; empty runs the container's image by name.
+	ImageRef string
+	// ImageUID and ImageUser are the user the image runs as (ImageStatus uid,
+	// username), for runAsNonRoot.
+	ImageUID  *int64
+	ImageUser string
+
+	// NodeAllocatable answers resourceFieldRef limits the container leaves
+	// unset; NodeMemoryCapacity (bytes) scales the OOM score of Burstable
+	// containers.
+	NodeAllocatable    v1.ResourceList
+	NodeMemoryCapacity int64
+
+	// SeccompProfileRoot is the directory Localhost seccomp profiles are
+	// relative to; SeccompDefault runs containers that ask for no profile
+	// with RuntimeDefault instead of Unconfined (the kubelet's seccompDefault).
+	SeccompProfileRoot string
+	SeccompDefault     bool
+	// RuntimeSupportsRecursiveReadOnly tells whether the runtime handler can
+	// make mounts recursively read-only (CRI RuntimeHandlerFeatures).
+	RuntimeSupportsRecursiveReadOnly bool
+}
+
+// ContainerConfig builds the CRI config of container c of pod, as the
+// kubelet's generateContainerConfig does. An error names the container and
+// the field at fault.
+func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runtimeapi.ContainerConfig, error) {
+	if opts.RestartCount < 0 {
+		return nil, fmt.Errorf("container %q: negative restart count %d", c.Name, opts.RestartCount)
+	}
+	env, err := makeEnvironment(pod, c, opts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	mounts, err := makeMounts(c, opts, env)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	sc, err := containerSecurityContext(pod, c, opts)
+	if err != nil {
+		return nil, fmt.Errorf("container %q: %w", c.Name, err)
+	}
+	resources, err := containerResources(pod, c, opts.NodeMemoryCapacity)
+	if err != nil {
+		return nil, err
+	}
+	image := opts.ImageRef
+	if image == "" {
+		image = c.Image
+	}
+	lookup := mapLookup(envMap(env))
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(opts.RestartCount)},
+		Image:      &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
+		Command:    expandAll(c.Command, lookup),
+		Args:       expandAll(c.Args, lookup),
+		WorkingDir: c.WorkingDir,
+		Envs:       make([]*runtimeapi.KeyValue, len(env)),
+		Mounts:     mounts,
+		Labels: map[string]string{
+			container.LabelPodName:       pod.Name,
+			container.LabelPodNamespace:  pod.Namespace,
+			container.LabelPodUID:        string(pod.UID),
+			container.LabelContainerName: c.Name,
+			container.LabelManagedBy:     "true",
+		},
+		Annotations: containerAnnotations(pod, c, opts),
+		LogPath:     ContainerLogPath(c.Name, opts.RestartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux:       &runtimeapi.LinuxContainerConfig{Resources: resources, SecurityContext: sc},
+	}
+	for i, e := range env {
+		cfg.Envs[i] = &runtimeapi.KeyValue{Key: e.name, Value: []byte(e.value)}
+	}
+	return cfg, nil
+}
+
+// ContainerLogPath is the container's log file relative to the sandbox's log
+// directory: <name>/<restartCount>.log.
+func ContainerLogPath(name string, restartCount int) string {
+	return filepath.Join(name, strconv.Itoa(restartCount)+".log")
+}
+
+// ContainerHash returns the value of container.AnnotationContainerHash for
+// c: an FNV-32a hash of the container's JSON, in hex. Unlike the kubelet,
+// which hashes only name and image because the API server forbids other
+// changes, berth hashes the whole spec: a static manifest may change any
+// field, and a changed container must be restarted.
+func ContainerHash(c *v1.Container) string {
+	// Cannot fail: a v1.Container holds only JSON-marshalable types, and
+	// encoding/json sorts map keys, so equal specs hash equally.
+	data, _ := json.Marshal(c)
+	h := fnv.New32a()
+	h.Write(data)
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
+}
+
+func containerAnnotations(pod *v1.Pod, c *v1.Container, opts ContainerOptions) map[string]string {
+	a := map[string]string{
+		container.AnnotationContainerHash:            ContainerHash(c),
+		container.AnnotationRestartCount:             strconv.Itoa(opts.RestartCount),
+		container.AnnotationTerminationMessagePath:   c.TerminationMessagePath,
+		container.AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
+	}
+	if opts.TerminationMessageHostPath != "" {
+		a[container.AnnotationTerminationMessageHostPath] = opts.TerminationMessageHostPath
+	}
+	if t := pod.Spec.TerminationGracePeriodSeconds; t != nil {
+		a[container.AnnotationTerminationGracePeriod] = strconv.FormatInt(*t, 10)
+	}
+	if opts.Init {
+		a[container.AnnotationInitContainer] = "true"
+	}
+	return a
+}
+
+func expandAll(in []string, lookup func(string) (string, bool)) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = expand(s, lookup)
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package volume
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// emptyDirPluginDir is the kubelet's directory name for emptyDir volumes, so
+// that tools which know the kubelet's layout find them.
+const emptyDirPluginDir = "kubernetes.io~empty-dir"
+
+// Manager prepares and tears down pod volumes under <rootDir>/pods/<uid>/. It
+// keeps no state of its own: everything is derived from the pod and the
+// filesystem, so it survives a restart of berth. Calls for different pods may
+// run concurrently; calls for one pod must not.
+type Manager struct {
+	rootDir string
+	mounter Mounter
+	log     *slog.Logger
+}
+
+// NewManager returns a Manager rooted at rootDir (berth's root directory).
+func NewManager(rootDir string, mounter Mounter, log *slog.Logger) *Manager {
+	return &Manager{rootDir: rootDir, mounter: mounter, log: log}
+}
+
+// PodDir is <root>/pods/<uid>.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.rootDir, "pods", string(uid))
+}
+
+// ContainerDir is <root>/pods/<uid>/containers/<name>, where per-container
+// files such as the termination message live.
+func (m *Manager) ContainerDir(uid types.UID, name string) string {
+	return filepath.Join(m.PodDir(uid), "containers", name)
+}
+
+func (m *Manager) emptyDirRoot(uid types.UID) string {
+	return filepath.Join(m.PodDir(uid), "volumes", emptyDirPluginDir)
+}
+
+// Setup creates every volume of the pod and returns the host path of each, by
+// volume name. It is idempotent: a volume already in place is left as it is,
+// so it runs on every sync of the pod.
+func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
+	if err := checkPathElement("metadata.uid", string(pod.UID)); err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	for _, dir := range []string{m.PodDir(pod.UID), filepath.Join(m.PodDir(pod.UID), "volumes")} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: creating %s: %w", pod.Namespace, pod.Name, dir, err)
+		}
+	}
+	paths := make(map[string]string, len(pod.Spec.Volumes))
+	for i := range pod.Spec.Volumes {
+		vol := &pod.Spec.Volumes[i]
+		p, err := m.setupVolume(pod.UID, vol)
+		if err != nil {
+			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+		}
+		paths[vol.Name] = p
+	}
+	return paths, nil
+}
+
+func (m *Manager) setupVolume(uid types.UID, vol *v1.Volume) (string, error) {
+	if err := checkPathElement("name", vol.Name); err != nil {
+		return "", err
+	}
+	switch {
+	case vol.EmptyDir != nil:
+		return m.setupEmptyDir(uid, vol.Name, vol.EmptyDir)
+	case vol.HostPath != nil:
+		return setupHostPath(vol.HostPath)
+	}
+	return "", fmt.Errorf("volume source %s is not supported (berth supports emptyDir and hostPath)", sourceKind(vol.VolumeSource))
+}
+
+// sourceKind names the volume's source field(s) as they appear in a manifest,
+// e.g. "configMap".
+func sourceKind(src v1.VolumeSource) string {
+	data, err := json.Marshal(src)
+	if err != nil {
+		return "(unknown)"
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil || len(fields) == 0 {
+		return "(none)"
+	}
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// checkPathElement refuses a name that would not be a single path element,
+// since UIDs and volume names become directory names and TearDown removes
+// what they point to.
+func checkPathElement(field, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%s %q cannot be used as a directory name", field, name)
+	}
+	return nil
+}
+
+// TearDown unmounts the pod's tmpfs volumes and removes <root>/pods/<uid>
+// entirely. hostPath volumes are never touched. It refuses to remove anything
+// while a mount is left under the pod directory, so that it can never delete
+// through a mount into data that is not the pod's. A pod with no directory is
+// already torn down.
+func (m *Manager) TearDown(uid types.UID) error {
+	if err := checkPathElement("pod UID", string(uid)); err != nil {
+		return err
+	}
+	podDir := m.PodDir(uid)
+	if _, err := os.Lstat(podDir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	entries, err := os.ReadDir(m.emptyDirRoot(uid))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("pod %s: listing emptyDir volumes: %w", uid, err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(m.emptyDirRoot(uid), e.Name())
+		mounted, err := m.mounter.IsMountPoint(dir)
+		if err != nil {
+			return fmt.Errorf("pod %s: %w", uid, err)
+		}
+		if !mounted {
+			continue
+		}
+		if err := m.mounter.Unmount(dir); err != nil {
+			return fmt.Errorf("pod %s: volume %q: %w", uid, e.Name(), err)
+		}
+		m.log.Info("unmounted tmpfs volume", "podUID", uid, "volume", e.Name(), "path", dir)
+	}
+	if err := m.checkNoMounts(podDir); err != nil {
+		return fmt.Errorf("pod %s: %w", uid, err)
+	}
+	if err := os.RemoveAll(podDir); err != nil {
+		return fmt.Errorf("pod %s: removing %s: %w", uid, podDir, err)
+	}
+	m.log.Debug("removed pod directory", "podUID", uid, "path", podDir)
+	return nil
+}
+
+// checkNoMounts walks dir, without following symlinks, and fails on the
+// first directory that is a mount point; it does not descend into it.
+func (m *Manager) checkNoMounts(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		mounted, err := m.mounter.IsMountPoint(path)
+		if err != nil {
+			return err
+		}
+		if mounted {
+			return fmt.Errorf("refusing to remove %s: %s is still a mount point", dir, path)
+		}
+		return nil
+	})
+}
