@@ -1,0 +1,70 @@
+package status
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Manager is the single owner of the latest status of every pod: pod
+// workers write, the local API and the CLI read. Readers get deep copies,
+// so nothing outside ever shares memory with the table.
+type Manager struct {
+	mu   sync.RWMutex
+	pods map[types.UID]*v1.Pod
+}
+
+// NewManager returns an empty table.
+func NewManager() *Manager {
+	return &Manager{pods: map[types.UID]*v1.Pod{}}
+}
+
+// Set records pod (copied) with st as its status.
+func (m *Manager) Set(pod *v1.Pod, st v1.PodStatus) {
+	p := pod.DeepCopy()
+	p.Status = *st.DeepCopy()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pods[p.UID] = p
+}
+
+// Get returns the latest status of the pod with the given UID.
+func (m *Manager) Get(uid types.UID) (v1.PodStatus, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.pods[uid]
+	if !ok {
+		return v1.PodStatus{}, false
+	}
+	return *p.Status.DeepCopy(), true
+}
+
+// Delete forgets the pod.
+func (m *Manager) Delete(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.pods, uid)
+}
+
+// Pods returns every pod with its status, sorted by namespace, name and UID.
+func (m *Manager) Pods() []v1.Pod {
+	m.mu.RLock()
+	out := make([]v1.Pod, 0, len(m.pods))
+	for _, p := range m.pods {
+		out = append(out, *p.DeepCopy())
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(out, func(a, b v1.Pod) int {
+		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.UID), string(b.UID))
+	})
+	return out
+}
