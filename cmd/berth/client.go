@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+)
+
+const (
+	defaultServer = "http://127.0.0.1:10255"
+	serverEnv     = "BERTH_SERVER"
+	// requestTimeout bounds the API calls that are not streams.
+	requestTimeout = 10 * time.Second
+	// maxErrorBody is how much of an error response is shown.
+	maxErrorBody = 4 << 10
+)
+
+// addServerFlag registers --server, whose default comes from BERTH_SERVER.
+func addServerFlag(fs *pflag.FlagSet, dst *string) {
+	def := os.Getenv(serverEnv)
+	if def == "" {
+		def = defaultServer
+	}
+	fs.StringVar(dst, "server", def, "address of berth's local API (default from $"+serverEnv+", else "+defaultServer+")")
+}
+
+// apiClient talks to berth's local read-only API.
+type apiClient struct {
+	base string
+	http *http.Client
+}
+
+func newAPIClient(server string) *apiClient {
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	// No client timeout: log streams last as long as the container; each
+	// call has a context instead.
+	return &apiClient{base: strings.TrimSuffix(server, "/"), http: &http.Client{}}
+}
+
+// pods fetches /pods.
+func (c *apiClient) pods(ctx context.Context) (*v1.PodList, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := c.get(ctx, "/pods")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list v1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("reading the pod list from %s: %w", c.base, err)
+	}
+	return &list, nil
+}
+
+// logQuery is the kubelet's containerLogs query.
+type logQuery struct {
+	follow     bool
+	previous   bool
+	timestamps bool
+	tailLines  int64 // negative: all
+}
+
+func (q logQuery) values() url.Values {
+	v := url.Values{}
+	if q.follow {
+		v.Set("follow", "true")
+	}
+	if q.previous {
+		v.Set("previous", "true")
+	}
+	if q.timestamps {
+		v.Set("timestamps", "true")
+	}
+	if q.tailLines >= 0 {
+		v.Set("tailLines", strconv.FormatInt(q.tailLines, 10))
+	}
+	return v
+}
+
+// containerLogs copies a container's log to w until the server ends it or
+// ctx is done.
+func (c *apiClient) containerLogs(ctx context.Context, w io.Writer, namespace, pod, container string, q logQuery) error {
+	path := "/containerLogs/" + url.PathEscape(namespace) + "/" + url.PathEscape(pod) + "/" + url.PathEscape(container)
+	if query := q.values().Encode(); query != "" {
+		path += "?" + query
+	}
+	resp, err := c.get(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("reading the log of %s/%s/%s: %w", namespace, pod, container, err)
+	}
+	return nil
+}
+
+// get issues a GET and turns every answer but 200 into an error carrying
+// the server's message.
+func (c *apiClient) get(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: %w", c.base, err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cannot reach berth's local API at %s (is `berth run` running? see --server or $%s): %w", c.base, serverEnv, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	msg := strings.TrimSpace(string(body))
+	switch {
+	case resp.StatusCode == http.StatusNotFound && msg != "", resp.StatusCode == http.StatusBadRequest && msg != "":
+		return nil, errors.New(msg)
+	case msg != "":
+		return nil, fmt.Errorf("%s: %s: %s", c.base+path, resp.Status, msg)
+	default:
+		return nil, fmt.Errorf("%s: %s", c.base+path, resp.Status)
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+)
+
+// defaultContainerAnnotation names the container kubectl picks when none is
+// given; berth honours it the same way.
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+
+func newLogsCommand() *cobra.Command {
+	var (
+		server    string
+		namespace string
+		container string
+		q         logQuery
+	)
+	cmd := &cobra.Command{
+		Use:   "logs POD",
+		Short: "Print a container's log, like kubectl logs",
+		Long: `Print the log of a container in a pod. Without -c, the pod's only container
+is used (or the one its kubectl.kubernetes.io/default-container annotation
+names).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("want one pod name: berth logs POD [-c CONTAINER], got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			client := newAPIClient(server)
+			podName := args[0]
+			if container == "" {
+				list, err := client.pods(ctx)
+				if err != nil {
+					return err
+				}
+				pod := findPod(list.Items, namespace, podName)
+				if pod == nil {
+					return fmt.Errorf("pod %q not found in namespace %q", podName, namespace)
+				}
+				if container, err = defaultContainer(pod); err != nil {
+					return err
+				}
+			}
+			err := client.containerLogs(ctx, cmd.OutOrStdout(), namespace, podName, container, q)
+			if ctx.Err() != nil {
+				// Interrupted while following: that is how a follow ends.
+				return nil
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	addServerFlag(fs, &server)
+	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the pod")
+	fs.StringVarP(&container, "container", "c", "", "container to print the log of")
+	fs.BoolVarP(&q.follow, "follow", "f", false, "keep printing the log as it grows, until the container exits")
+	fs.BoolVarP(&q.previous, "previous", "p", false, "print the log of the previous instance of the container")
+	fs.BoolVar(&q.timestamps, "timestamps", false, "prefix each line with its time")
+	fs.Int64Var(&q.tailLines, "tail", -1, "print only the last N lines (-1: all)")
+	return cmd
+}
+
+func findPod(pods []v1.Pod, namespace, name string) *v1.Pod {
+	for i := range pods {
+		if pods[i].Namespace == namespace && pods[i].Name == name {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+// defaultContainer picks the container whose log to show when none was
+// named: the one the default-container annotation names, else the only
+// one; with several, the user must choose.
+func defaultContainer(pod *v1.Pod) (string, error) {
+	var names []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if name := pod.Annotations[defaultContainerAnnotation]; name != "" && slices.Contains(names, name) {
+		return name, nil
+	}
+	if len(names) == 1 {
+		return names[0], nil
+	}
+	msg := fmt.Sprintf("pod %s/%s has %d containers; choose one with -c: %s",
+		pod.Namespace, pod.Name, len(names), strings.Join(names, ", "))
+	if len(pod.Spec.InitContainers) > 0 {
+		var inits []string
+		for _, c := range pod.Spec.InitContainers {
+			inits = append(inits, c.Name)
+		}
+		msg += " (init containers: " + strings.Join(inits, ", ") + ")"
+	}
+	return "", fmt.Errorf("%s", msg)
+}

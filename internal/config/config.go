@@ -1,0 +1,206 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// Defaults. The kubelet's own default is used wherever berth has no reason
+// to differ; see the package documentation for the two exceptions.
+const (
+	DefaultRootDir            = "/var/lib/berth"
+	DefaultFileCheckFrequency = 20 * time.Second
+	DefaultCgroupDriver       = "cgroupfs"
+	DefaultMaxPods            = 110
+	DefaultReadOnlyPort       = 10255
+	DefaultAddress            = "127.0.0.1"
+	DefaultPodLogsDir         = "/var/log/pods"
+	DefaultPodCIDR            = "10.88.0.0/16"
+	DefaultCNIBridge          = "berth0"
+	DefaultRelistPeriod       = time.Second
+	DefaultLogLevel           = "info"
+
+	// PauseBinaryName is the sandbox program berth looks for next to its own
+	// executable, then in PATH.
+	PauseBinaryName = "berth-pause"
+	// ManifestsDirName is the directory under the root dir that holds static
+	// pod manifests when staticPodPath is not set.
+	ManifestsDirName = "manifests"
+)
+
+// Config is berth's effective configuration.
+type Config struct {
+	// StaticPodPath is the directory of static pod manifests (staticPodPath,
+	// --pod-manifest-path); <RootDir>/manifests when unset.
+	StaticPodPath string
+	// FileCheckFrequency is how often the manifest directory is re-read even
+	// without a change notification (fileCheckFrequency).
+	FileCheckFrequency time.Duration
+	// ContainerRuntimeEndpoint is the CRI socket of an existing runtime; empty
+	// means berth starts and owns its own containerd.
+	ContainerRuntimeEndpoint string
+	// CgroupDriver is always "cgroupfs" for now.
+	CgroupDriver string
+	MaxPods      int32
+	// ReadOnlyPort is the port of the local read-only API; 0 disables it.
+	ReadOnlyPort int32
+	// Address is the IP the local API binds to.
+	Address    string
+	PodLogsDir string
+	RootDir    string
+	NodeName   string
+	// PodCIDR is the range pod IPs come from (podCIDR, --pod-cidr).
+	PodCIDR string
+	// CNIBridge is the Linux bridge of the pod network berth sets up for its
+	// managed containerd (--cni-bridge).
+	CNIBridge string
+	// PauseBinary is the absolute path of the sandbox program.
+	PauseBinary string
+	// RelistPeriod is how often the runtime is listed to catch what its
+	// events missed.
+	RelistPeriod time.Duration
+	// LogLevel is one of debug, info, warn, error.
+	LogLevel string
+
+	// Kubelet is the configuration file as decoded, with the fields berth
+	// honours set to their effective values; a bare KubeletConfiguration when
+	// there was no file.
+	Kubelet *kubeletconfigv1beta1.KubeletConfiguration
+	// Unimplemented lists, sorted, the top-level fields the file sets that
+	// berth does not honour yet.
+	Unimplemented []string
+}
+
+// Names used in messages: each option is named the way the user wrote it,
+// by its KubeletConfiguration field and its flag, or by the flag alone when
+// the file has no such field.
+const (
+	nameStaticPodPath            = "staticPodPath (--" + flagPodManifestPath + ")"
+	nameFileCheckFrequency       = "fileCheckFrequency (--" + flagFileCheckFrequency + ")"
+	nameContainerRuntimeEndpoint = "containerRuntimeEndpoint (--" + flagContainerRuntimeEndpoint + ")"
+	nameCgroupDriver             = "cgroupDriver (--" + flagCgroupDriver + ")"
+	nameMaxPods                  = "maxPods (--" + flagMaxPods + ")"
+	nameReadOnlyPort             = "readOnlyPort (--" + flagReadOnlyPort + ")"
+	nameAddress                  = "address (--" + flagAddress + ")"
+	namePodLogsDir               = "podLogsDir (--" + flagPodLogsDir + ")"
+	namePodCIDR                  = "podCIDR (--" + flagPodCIDR + ")"
+	nameRootDir                  = "--" + flagRootDir
+	nameNodeName                 = "--" + flagNodeName
+	nameCNIBridge                = "--" + flagCNIBridge
+	namePauseBinary              = "--" + flagPauseBinary
+	nameRelistPeriod             = "--" + flagRelistPeriod
+	nameLogLevel                 = "--" + flagLogLevel
+)
+
+// Validate reports every invalid value at once; each error names the field
+// and the reason.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+
+	absDir := func(name, value string) {
+		switch {
+		case value == "":
+			bad(name, "must not be empty")
+		case !filepath.IsAbs(value):
+			bad(name, "%q must be an absolute path", value)
+		}
+	}
+	absDir(nameRootDir, c.RootDir)
+	absDir(nameStaticPodPath, c.StaticPodPath)
+	absDir(namePodLogsDir, c.PodLogsDir)
+
+	if c.FileCheckFrequency <= 0 {
+		bad(nameFileCheckFrequency, "%s must be positive", c.FileCheckFrequency)
+	}
+	if c.RelistPeriod <= 0 {
+		bad(nameRelistPeriod, "%s must be positive", c.RelistPeriod)
+	}
+	if err := validateEndpoint(c.ContainerRuntimeEndpoint); err != nil {
+		bad(nameContainerRuntimeEndpoint, "%v", err)
+	}
+	switch c.CgroupDriver {
+	case "cgroupfs":
+	case "systemd":
+		bad(nameCgroupDriver, "systemd is not supported yet; use cgroupfs")
+	default:
+		bad(nameCgroupDriver, "%q is not a cgroup driver; use cgroupfs", c.CgroupDriver)
+	}
+	if c.MaxPods < 1 {
+		bad(nameMaxPods, "%d must be at least 1", c.MaxPods)
+	}
+	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
+		bad(nameReadOnlyPort, "%d is out of range 0-65535 (0 disables the API)", c.ReadOnlyPort)
+	}
+	if net.ParseIP(c.Address) == nil {
+		bad(nameAddress, "%q is not an IP address", c.Address)
+	}
+	if _, err := netip.ParsePrefix(c.PodCIDR); err != nil {
+		bad(namePodCIDR, "%q is not a CIDR: %v", c.PodCIDR, err)
+	}
+	if c.NodeName == "" {
+		bad(nameNodeName, "must not be empty")
+	} else if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		bad(nameNodeName, "%q is not a valid node name: %s", c.NodeName, strings.Join(msgs, "; "))
+	}
+	if err := validateInterfaceName(c.CNIBridge); err != nil {
+		bad(nameCNIBridge, "%v", err)
+	}
+	if c.PauseBinary == "" {
+		bad(namePauseBinary, "must not be empty")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad(nameLogLevel, "%q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// validateEndpoint accepts what berth can dial: a unix socket, written as the
+// kubelet does (unix:///path) or as a bare absolute path. Empty means the
+// managed runtime.
+func validateEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	path := endpoint
+	if scheme, rest, ok := strings.Cut(endpoint, "://"); ok {
+		if scheme != "unix" {
+			return fmt.Errorf("%q: only unix sockets are supported (unix:///path/to/socket)", endpoint)
+		}
+		path = rest
+	}
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("%q: the socket path must be absolute", endpoint)
+	}
+	return nil
+}
+
+// validateInterfaceName applies the kernel's rules for a network device
+// name (dev_valid_name): 1 to 15 bytes, no '/', ':' or white space, and not
+// "." or "..".
+func validateInterfaceName(name string) error {
+	const maxLen = 15 // IFNAMSIZ - 1
+	switch {
+	case name == "":
+		return errors.New("must not be empty")
+	case len(name) > maxLen:
+		return fmt.Errorf("%q is longer than %d bytes", name, maxLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a valid interface name", name)
+	case strings.ContainsAny(name, "/: \t\n\v\f\r"):
+		return fmt.Errorf("%q must not contain '/', ':' or white space", name)
+	}
+	return nil
+}

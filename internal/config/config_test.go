@@ -1,0 +1,70 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func validConfig() Config {
+	return Config{
+		StaticPodPath:      "/etc/berth/manifests",
+		FileCheckFrequency: 20 * time.Second,
+		CgroupDriver:       "cgroupfs",
+		MaxPods:            110,
+		ReadOnlyPort:       10255,
+		Address:            "::1",
+		PodLogsDir:         "/var/log/pods",
+		RootDir:            "/var/lib/berth",
+		NodeName:           "node-1",
+		PodCIDR:            "fd00:88::/64",
+		CNIBridge:          "berth0",
+		PauseBinary:        "/usr/bin/berth-pause",
+		RelistPeriod:       time.Second,
+		LogLevel:           "warn",
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   []string // substrings; none means valid
+	}{
+		{name: "valid", modify: func(*Config) {}},
+		{name: "managed runtime", modify: func(c *Config) { c.ContainerRuntimeEndpoint = "" }},
+		{name: "unix endpoint", modify: func(c *Config) { c.ContainerRuntimeEndpoint = "unix:///run/containerd/containerd.sock" }},
+		{name: "bare socket path", modify: func(c *Config) { c.ContainerRuntimeEndpoint = "/run/crio/crio.sock" }},
+		{name: "API disabled", modify: func(c *Config) { c.ReadOnlyPort = 0 }},
+		{name: "highest port", modify: func(c *Config) { c.ReadOnlyPort = 65535 }},
+		{name: "port too high", modify: func(c *Config) { c.ReadOnlyPort = 65536 }, want: []string{"readOnlyPort (--read-only-port): 65536 is out of range"}},
+		{name: "empty node name", modify: func(c *Config) { c.NodeName = "" }, want: []string{"--node-name: must not be empty"}},
+		{name: "empty pause binary", modify: func(c *Config) { c.PauseBinary = "" }, want: []string{"--pause-binary: must not be empty"}},
+		{name: "empty root dir", modify: func(c *Config) { c.RootDir = "" }, want: []string{"--root-dir: must not be empty"}},
+		{name: "zero file check", modify: func(c *Config) { c.FileCheckFrequency = 0 }, want: []string{"fileCheckFrequency (--file-check-frequency): 0s must be positive"}},
+		{name: "zero value config", modify: func(c *Config) { *c = Config{} },
+			want: []string{"--root-dir", "staticPodPath", "podLogsDir", "fileCheckFrequency", "--relist-period", "cgroupDriver", "maxPods",
+				"address", "podCIDR", "--node-name", "--cni-bridge", "--pause-binary", "--log-level"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig()
+			tt.modify(&c)
+			err := c.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,52 @@
+package config
+
+import (
+	"github.com/spf13/pflag"
+)
+
+// Flag names. FlagConfig is exported because the caller reads it to find the
+// file it passes to Load.
+const (
+	FlagConfig                   = "config"
+	flagRootDir                  = "root-dir"
+	flagNodeName                 = "node-name"
+	flagPodCIDR                  = "pod-cidr"
+	flagCNIBridge                = "cni-bridge"
+	flagPodManifestPath          = "pod-manifest-path"
+	flagFileCheckFrequency       = "file-check-frequency"
+	flagContainerRuntimeEndpoint = "container-runtime-endpoint"
+	flagCgroupDriver             = "cgroup-driver"
+	flagMaxPods                  = "max-pods"
+	flagReadOnlyPort             = "read-only-port"
+	flagAddress                  = "address"
+	flagPodLogsDir               = "pod-logs-dir"
+	flagPauseBinary              = "pause-binary"
+	flagRelistPeriod             = "relist-period"
+	flagLogLevel                 = "log-level"
+	// flagV is the kubelet's verbosity flag, kept as an alias of --log-level
+	// so kubelet command lines keep working.
+	flagV = "v"
+)
+
+// AddFlags registers berth's configuration flags on fs. The names are the
+// kubelet's wherever the kubelet has the option. A flag overrides the
+// configuration file only when it is given on the command line.
+func AddFlags(fs *pflag.FlagSet) {
+	fs.String(FlagConfig, "", "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override its fields")
+	fs.String(flagRootDir, DefaultRootDir, "directory for berth's state, the managed containerd and, by default, the manifests")
+	fs.String(flagNodeName, "", "name of this node (default: the host name, lower-cased)")
+	fs.String(flagPodCIDR, DefaultPodCIDR, "CIDR from which pod IPs are assigned")
+	fs.String(flagCNIBridge, DefaultCNIBridge, "Linux bridge of the pod network berth sets up for its managed containerd")
+	fs.String(flagPodManifestPath, "", "directory of static pod manifests (default: <root-dir>/"+ManifestsDirName+")")
+	fs.Duration(flagFileCheckFrequency, DefaultFileCheckFrequency, "how often to re-read the manifest directory even without a change notification")
+	fs.String(flagContainerRuntimeEndpoint, "", "CRI socket of an existing runtime, e.g. unix:///run/containerd/containerd.sock (default: berth starts its own containerd)")
+	fs.String(flagCgroupDriver, DefaultCgroupDriver, "cgroup driver; only cgroupfs is supported")
+	fs.Int32(flagMaxPods, DefaultMaxPods, "maximum number of pods on this node")
+	fs.Int32(flagReadOnlyPort, DefaultReadOnlyPort, "port of the local read-only API (/healthz, /pods, /containerLogs); 0 disables it")
+	fs.String(flagAddress, DefaultAddress, "IP address the local API listens on; it has no authentication, so the default is loopback")
+	fs.String(flagPodLogsDir, DefaultPodLogsDir, "directory of container log files")
+	fs.String(flagPauseBinary, "", "sandbox (pause) program (default: "+PauseBinaryName+" next to the berth executable, else in PATH)")
+	fs.Duration(flagRelistPeriod, DefaultRelistPeriod, "how often to list the runtime to catch what its events missed")
+	fs.String(flagLogLevel, DefaultLogLevel, "log level: debug, info, warn or error")
+	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
+}

@@ -1,0 +1,267 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// host is what Load asks of the machine, so that defaults depending on it
+// can be tested.
+type host struct {
+	hostname   func() (string, error)
+	executable func() (string, error)
+	lookPath   func(file string) (string, error)
+}
+
+func osHost() host {
+	return host{
+		hostname: os.Hostname,
+		executable: func() (string, error) {
+			exe, err := os.Executable()
+			if err != nil {
+				return "", err
+			}
+			// A symlinked berth (say /usr/local/bin/berth) finds berth-pause
+			// next to the real binary.
+			return filepath.EvalSymlinks(exe)
+		},
+		lookPath: exec.LookPath,
+	}
+}
+
+// Load builds the effective configuration from berth's defaults, the
+// KubeletConfiguration file at path ("" for none) and the flags in flags that
+// were set on the command line (flags may be nil), then validates it.
+func Load(path string, flags *pflag.FlagSet) (*Config, error) {
+	return load(path, flags, osHost())
+}
+
+func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
+	cfg := &Config{
+		FileCheckFrequency: DefaultFileCheckFrequency,
+		CgroupDriver:       DefaultCgroupDriver,
+		MaxPods:            DefaultMaxPods,
+		ReadOnlyPort:       DefaultReadOnlyPort,
+		Address:            DefaultAddress,
+		PodLogsDir:         DefaultPodLogsDir,
+		RootDir:            DefaultRootDir,
+		PodCIDR:            DefaultPodCIDR,
+		CNIBridge:          DefaultCNIBridge,
+		RelistPeriod:       DefaultRelistPeriod,
+		LogLevel:           DefaultLogLevel,
+	}
+
+	kc := &kubeletconfigv1beta1.KubeletConfiguration{}
+	if path != "" {
+		kf, err := readFile(path)
+		if err != nil {
+			return nil, err
+		}
+		applyFile(cfg, kf)
+		kc = kf.config
+		cfg.Unimplemented = unimplemented(kf.set)
+	}
+	kc.APIVersion = kubeletconfigv1beta1.SchemeGroupVersion.String()
+	kc.Kind = kindKubeletConfiguration
+
+	if flags != nil {
+		if err := errors.Join(applyFlags(cfg, flags)...); err != nil {
+			return nil, err
+		}
+	}
+	if err := errors.Join(fillHostDefaults(cfg, h), cfg.Validate()); err != nil {
+		if path != "" {
+			return nil, fmt.Errorf("invalid configuration (%s and flags):\n%w", path, err)
+		}
+		return nil, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+
+	writeBack(kc, cfg)
+	cfg.Kubelet = kc
+	return cfg, nil
+}
+
+// honoured reports whether berth implements a KubeletConfiguration field.
+func honoured(field string) bool {
+	switch field {
+	case "staticPodPath", "fileCheckFrequency", "containerRuntimeEndpoint", "cgroupDriver",
+		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR":
+		return true
+	}
+	return false
+}
+
+func unimplemented(set map[string]bool) []string {
+	var out []string
+	for field := range set {
+		if !honoured(field) {
+			out = append(out, field)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// applyFile copies the honoured fields the file sets. An empty string means
+// "the default", as it does for the kubelet; numbers and durations count
+// whenever they are written, so that readOnlyPort: 0 disables the API and
+// maxPods: 0 is reported rather than silently replaced.
+func applyFile(cfg *Config, kf *kubeletFile) {
+	kc := kf.config
+	str := func(value string, dst *string) {
+		if value != "" {
+			*dst = value
+		}
+	}
+	str(kc.StaticPodPath, &cfg.StaticPodPath)
+	str(kc.ContainerRuntimeEndpoint, &cfg.ContainerRuntimeEndpoint)
+	str(kc.CgroupDriver, &cfg.CgroupDriver)
+	str(kc.Address, &cfg.Address)
+	str(kc.PodLogsDir, &cfg.PodLogsDir)
+	str(kc.PodCIDR, &cfg.PodCIDR)
+	if kf.set["fileCheckFrequency"] {
+		cfg.FileCheckFrequency = kc.FileCheckFrequency.Duration
+	}
+	if kf.set["maxPods"] {
+		cfg.MaxPods = kc.MaxPods
+	}
+	if kf.set["readOnlyPort"] {
+		cfg.ReadOnlyPort = kc.ReadOnlyPort
+	}
+}
+
+func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
+	errs := []error{
+		override(fs, flagRootDir, fs.GetString, &cfg.RootDir),
+		override(fs, flagNodeName, fs.GetString, &cfg.NodeName),
+		override(fs, flagPodCIDR, fs.GetString, &cfg.PodCIDR),
+		override(fs, flagCNIBridge, fs.GetString, &cfg.CNIBridge),
+		override(fs, flagPodManifestPath, fs.GetString, &cfg.StaticPodPath),
+		override(fs, flagFileCheckFrequency, fs.GetDuration, &cfg.FileCheckFrequency),
+		override(fs, flagContainerRuntimeEndpoint, fs.GetString, &cfg.ContainerRuntimeEndpoint),
+		override(fs, flagCgroupDriver, fs.GetString, &cfg.CgroupDriver),
+		override(fs, flagMaxPods, fs.GetInt32, &cfg.MaxPods),
+		override(fs, flagReadOnlyPort, fs.GetInt32, &cfg.ReadOnlyPort),
+		override(fs, flagAddress, fs.GetString, &cfg.Address),
+		override(fs, flagPodLogsDir, fs.GetString, &cfg.PodLogsDir),
+		override(fs, flagPauseBinary, fs.GetString, &cfg.PauseBinary),
+		override(fs, flagRelistPeriod, fs.GetDuration, &cfg.RelistPeriod),
+	}
+	// --log-level wins over its alias --v when both are given.
+	var v string
+	errs = append(errs, override(fs, flagV, fs.GetString, &v))
+	if v != "" {
+		cfg.LogLevel = levelFromVerbosity(v)
+	}
+	errs = append(errs, override(fs, flagLogLevel, fs.GetString, &cfg.LogLevel))
+	return errs
+}
+
+// override sets *dst from the named flag when the user gave it.
+func override[T any](fs *pflag.FlagSet, name string, get func(string) (T, error), dst *T) error {
+	if !fs.Changed(name) {
+		return nil
+	}
+	v, err := get(name)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", name, err)
+	}
+	*dst = v
+	return nil
+}
+
+// levelFromVerbosity maps a kubelet --v number onto a log level: the
+// kubelet's routine messages sit at 0-3 and its debugging output at 4 and
+// above. Anything that is not a number is taken as a level name.
+func levelFromVerbosity(v string) string {
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return v
+	case n >= 4:
+		return "debug"
+	default:
+		return "info"
+	}
+}
+
+// fillHostDefaults fills the defaults that depend on other options or on the
+// machine.
+func fillHostDefaults(cfg *Config, h host) error {
+	var errs []error
+	if cfg.StaticPodPath == "" {
+		cfg.StaticPodPath = filepath.Join(cfg.RootDir, ManifestsDirName)
+	}
+	if cfg.NodeName == "" {
+		name, err := h.hostname()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: not set and the host name is unknown: %w", nameNodeName, err))
+		}
+		// The kubelet lower-cases the host name too: node names are DNS
+		// subdomains and host names often are not lower case.
+		cfg.NodeName = strings.ToLower(strings.TrimSpace(name))
+	}
+	// On failure PauseBinary keeps its configured value, so that Validate
+	// does not report the same problem a second time.
+	if pause, err := resolvePauseBinary(cfg.PauseBinary, h); err != nil {
+		errs = append(errs, err)
+		if cfg.PauseBinary == "" {
+			cfg.PauseBinary = PauseBinaryName
+		}
+	} else {
+		cfg.PauseBinary = pause
+	}
+	return errors.Join(errs...)
+}
+
+// resolvePauseBinary returns the absolute path of the sandbox program: the
+// one configured, else berth-pause next to the berth executable (where a
+// release puts it), else berth-pause in PATH.
+func resolvePauseBinary(configured string, h host) (string, error) {
+	if configured != "" {
+		path, err := h.lookPath(configured)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", namePauseBinary, err)
+		}
+		return filepath.Abs(path)
+	}
+	var beside string
+	if exe, err := h.executable(); err == nil {
+		beside = filepath.Join(filepath.Dir(exe), PauseBinaryName)
+		if path, err := h.lookPath(beside); err == nil {
+			return filepath.Abs(path)
+		}
+	}
+	if path, err := h.lookPath(PauseBinaryName); err == nil {
+		return filepath.Abs(path)
+	}
+	where := "in PATH"
+	if beside != "" {
+		where = "at " + beside + " or in PATH"
+	}
+	return "", fmt.Errorf("%s: not set and no executable %s found %s", namePauseBinary, PauseBinaryName, where)
+}
+
+// writeBack records the effective value of every honoured field in the
+// KubeletConfiguration, so that code reading it later agrees with Config.
+func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
+	kc.StaticPodPath = cfg.StaticPodPath
+	kc.FileCheckFrequency = metav1.Duration{Duration: cfg.FileCheckFrequency}
+	kc.ContainerRuntimeEndpoint = cfg.ContainerRuntimeEndpoint
+	kc.CgroupDriver = cfg.CgroupDriver
+	kc.MaxPods = cfg.MaxPods
+	kc.ReadOnlyPort = cfg.ReadOnlyPort
+	kc.Address = cfg.Address
+	kc.PodLogsDir = cfg.PodLogsDir
+	kc.PodCIDR = cfg.PodCIDR
+}

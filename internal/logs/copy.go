@@ -1,0 +1,282 @@
+package logs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"k8s.io/utils/clock"
+)
+
+// pollInterval bounds how late a follower notices that the container has
+// exited or that the file was rotated, neither of which writes to the file.
+const pollInterval = 500 * time.Millisecond
+
+// Options say what Copy writes.
+type Options struct {
+	// Follow keeps copying what is appended to the file until Stop says the
+	// container has exited, the file is rotated or removed, or the context
+	// ends.
+	Follow bool
+	// Timestamps prefixes each line with the time the runtime recorded.
+	Timestamps bool
+	// TailLines is how many of the last lines to copy; negative means all.
+	TailLines int
+	// Stop is asked while following, once the file is read to its end and
+	// then on every poll: true means the container has exited, so Copy
+	// copies what is left and returns. Nil never stops.
+	Stop func() bool
+	// Clock drives the poll for Stop and for rotation; nil is the real clock.
+	Clock clock.WithTicker
+}
+
+// Copy writes the contents of the CRI log file at path to w: the content of
+// each line without the CRI prefix, partial lines joined. Lines that are not
+// in the CRI format are copied as they are. When following, a cancelled ctx
+// ends the copy with ctx's error; a rotated or removed file ends it cleanly,
+// since what comes next belongs to a file this reader did not open.
+func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+
+	if opts.TailLines >= 0 {
+		offset, err := tailOffset(f, opts.TailLines)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+
+	c := &copier{
+		path:       path,
+		in:         bufio.NewReaderSize(f, 64<<10),
+		out:        bufio.NewWriterSize(w, 32<<10),
+		timestamps: opts.Timestamps,
+		lineStart:  true,
+	}
+	if !opts.Follow {
+		return c.drain()
+	}
+	return c.follow(ctx, f, opts)
+}
+
+// follow copies until the container exits, the file goes away or ctx ends.
+// File events wake it as soon as something is written. The ticker covers
+// what writes nothing (the container exiting, the file being removed) and
+// inotify being unavailable; Stop is asked only then, so that a chatty
+// container does not cost a runtime call per write.
+func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	ticker := clk.NewTicker(pollInterval)
+	defer ticker.Stop()
+
+	var events <-chan fsnotify.Event
+	var watchErrs <-chan error
+	if watcher, err := fsnotify.NewWatcher(); err == nil {
+		defer watcher.Close()
+		if watcher.Add(c.path) == nil {
+			events, watchErrs = watcher.Events, watcher.Errors
+		}
+	}
+	stopped := func() bool { return opts.Stop != nil && opts.Stop() }
+
+	if err := c.copyAvailable(); err != nil {
+		return err
+	}
+	if stopped() {
+		// Following a container that has already exited.
+		return c.drain()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if err := c.out.Flush(); err != nil {
+				return err
+			}
+			return ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
+				return c.drain()
+			}
+		case _, ok := <-watchErrs:
+			if !ok {
+				watchErrs = nil
+			}
+			// A watch error (an overflowed queue) loses nothing: the file
+			// is read again below and on every tick.
+		case <-ticker.C():
+			// Once the container is gone, the file is complete: whatever it
+			// wrote before exiting is copied, then the copy ends.
+			if stopped() || !sameFile(f, c.path) {
+				return c.drain()
+			}
+		}
+		if err := c.copyAvailable(); err != nil {
+			return err
+		}
+	}
+}
+
+// sameFile reports whether path still names the open file.
+func sameFile(f *os.File, path string) bool {
+	open, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	return os.SameFile(open, now)
+}
+
+// copier turns raw CRI lines into output. It keeps the state that spans
+// reads: an unfinished raw line, and whether the output is at the start of a
+// logical line (where a timestamp goes).
+type copier struct {
+	path       string
+	in         *bufio.Reader
+	out        *bufio.Writer
+	timestamps bool
+	lineStart  bool
+	// pending holds a raw line read up to the end of the file but not yet
+	// ended by a newline: the runtime may still be writing it.
+	pending []byte
+}
+
+// copyAvailable copies every complete raw line now in the file, then flushes
+// so a follower's reader sees it at once.
+func (c *copier) copyAvailable() error {
+	for {
+		chunk, err := c.in.ReadSlice('\n')
+		switch {
+		case err == nil:
+			line := chunk[:len(chunk)-1]
+			if len(c.pending) > 0 {
+				line = append(c.pending, line...)
+				c.pending = c.pending[:0]
+			}
+			if err := c.writeLine(line); err != nil {
+				return err
+			}
+		case errors.Is(err, bufio.ErrBufferFull):
+			c.pending = append(c.pending, chunk...)
+		case errors.Is(err, io.EOF):
+			c.pending = append(c.pending, chunk...)
+			return c.out.Flush()
+		default:
+			return fmt.Errorf("reading %s: %w", c.path, err)
+		}
+	}
+}
+
+// drain copies what is left, including an unfinished last line, and ends.
+func (c *copier) drain() error {
+	if err := c.copyAvailable(); err != nil {
+		return err
+	}
+	return c.finish()
+}
+
+// finish writes an unfinished last line, which no writer will complete now,
+// and flushes.
+func (c *copier) finish() error {
+	if len(c.pending) > 0 {
+		line := c.pending
+		c.pending = nil
+		if err := c.writeLine(line); err != nil {
+			return err
+		}
+	}
+	return c.out.Flush()
+}
+
+// writeLine writes one raw line of the file (without its newline). Write
+// errors are sticky in a bufio.Writer, so checking the last write (or the
+// next Flush) catches them all.
+func (c *copier) writeLine(line []byte) error {
+	e, ok := parseLine(line)
+	if !ok {
+		c.lineStart = true
+		c.out.Write(line)
+		return c.out.WriteByte('\n')
+	}
+	if c.timestamps && c.lineStart {
+		c.out.Write(e.timestamp)
+		c.out.WriteByte(' ')
+	}
+	_, err := c.out.Write(e.content)
+	c.lineStart = !e.partial
+	if e.partial {
+		return err
+	}
+	return c.out.WriteByte('\n')
+}
+
+// tailOffset returns the offset in r at which its last n logical lines begin
+// (a logical line being a run of partial entries and the full entry that
+// ends it). A logical line still being written at the end is included, so a
+// follower sees it whole.
+func tailOffset(r io.Reader, n int) (int64, error) {
+	// starts is a ring of the offsets of the last n complete logical lines,
+	// grown as lines are found so that a huge n costs nothing up front.
+	starts := make([]int64, 0, min(n, 1024))
+	var count int
+	var offset, current int64
+	br := bufio.NewReaderSize(r, 64<<10)
+	// Only the start of a raw line is needed to tell whether it ends a
+	// logical line; the rest is skipped without being kept.
+	const prefixLen = 128
+	prefix := make([]byte, 0, prefixLen)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		offset += int64(len(chunk))
+		if room := prefixLen - len(prefix); room > 0 {
+			prefix = append(prefix, chunk[:min(room, len(chunk))]...)
+		}
+		switch {
+		case err == nil:
+			if endsLine(bytes.TrimSuffix(prefix, []byte{'\n'})) {
+				switch {
+				case len(starts) < n:
+					starts = append(starts, current)
+				case n > 0:
+					starts[count%n] = current
+				}
+				count++
+				current = offset
+			}
+			prefix = prefix[:0]
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF):
+			switch {
+			case n == 0:
+				return current, nil
+			case count < n:
+				return 0, nil
+			default:
+				return starts[count%n], nil
+			}
+		default:
+			return 0, err
+		}
+	}
+}

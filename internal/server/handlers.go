@@ -1,0 +1,193 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/internal/logs"
+)
+
+// healthz answers like the kubelet's: 200 "ok", or 500 with the reason.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.src.Healthy(); err != nil {
+		http.Error(w, "healthz check failed: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write([]byte("ok"))
+}
+
+// pods answers like the kubelet's read-only /pods: a v1 PodList.
+func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
+	list := podList(s.src.Pods())
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(list); err != nil {
+		s.log.Debug("writing /pods", "err", err)
+	}
+}
+
+func podList(pods []v1.Pod) *v1.PodList {
+	if pods == nil {
+		// An empty list is "items": [], as the API server writes it.
+		pods = []v1.Pod{}
+	}
+	return &v1.PodList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
+		Items:    pods,
+	}
+}
+
+// containerLogs serves a container's log as text, like the kubelet's
+// /containerLogs/{namespace}/{pod}/{container}.
+func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
+	namespace, podName, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, err := parseLogOptions(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := checkContainer(s.src.Pods(), namespace, podName, container); err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	path, containerID, err := s.src.ContainerLog(namespace, podName, container, opts.Previous)
+	if err != nil {
+		http.Error(w, err.Error(), statusFor(err))
+		return
+	}
+
+	tail := -1
+	if opts.TailLines != nil {
+		tail = int(*opts.TailLines)
+	}
+	out := &responseWriter{w: w, rc: http.NewResponseController(w)}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	err = logs.Copy(r.Context(), out, path, logs.Options{
+		Follow:     opts.Follow,
+		Timestamps: opts.Timestamps,
+		TailLines:  tail,
+		Stop:       func() bool { return !s.src.ContainerRunning(containerID) },
+	})
+	switch {
+	case err == nil, r.Context().Err() != nil:
+		// Done, or the client (or the server) went away.
+	case !out.wrote:
+		w.Header().Del("X-Content-Type-Options")
+		http.Error(w, err.Error(), statusFor(err))
+	default:
+		// The status is sent; all that can be done is to cut the stream.
+		s.log.Warn("streaming container log", "namespace", namespace, "pod", podName, "container", container, "err", err)
+	}
+}
+
+func statusFor(err error) int {
+	if errors.Is(err, fs.ErrNotExist) {
+		return http.StatusNotFound
+	}
+	return http.StatusInternalServerError
+}
+
+// checkContainer says clearly which of pod or container is unknown.
+func checkContainer(pods []v1.Pod, namespace, podName, container string) error {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Namespace != namespace || pod.Name != podName {
+			continue
+		}
+		names := containerNames(pod)
+		for _, name := range names {
+			if name == container {
+				return nil
+			}
+		}
+		return fmt.Errorf("container %q not found in pod %s/%s; its containers are: %s",
+			container, namespace, podName, strings.Join(names, ", "))
+	}
+	return fmt.Errorf("pod %s/%s not found", namespace, podName)
+}
+
+// containerNames lists every container of the pod that can have a log, in
+// the order they run.
+func containerNames(pod *v1.Pod) []string {
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// parseLogOptions reads the kubelet's log query parameters into the API's
+// own PodLogOptions. Booleans are read as the API server reads them: absent
+// is false, "false" or "0" is false, and anything else, even an empty value,
+// is true. Options berth cannot honour yet are refused rather than ignored.
+func parseLogOptions(q url.Values) (*v1.PodLogOptions, error) {
+	for _, unsupported := range []string{"sinceSeconds", "sinceTime", "limitBytes", "stream"} {
+		if q.Has(unsupported) {
+			return nil, fmt.Errorf("%s is not supported yet", unsupported)
+		}
+	}
+	opts := &v1.PodLogOptions{
+		Follow:     queryBool(q, "follow"),
+		Previous:   queryBool(q, "previous"),
+		Timestamps: queryBool(q, "timestamps"),
+	}
+	if q.Has("tailLines") {
+		n, err := strconv.ParseInt(q.Get("tailLines"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("tailLines: %q is not a number", q.Get("tailLines"))
+		}
+		if n < 0 {
+			return nil, fmt.Errorf("tailLines: %d must be greater than or equal to 0", n)
+		}
+		opts.TailLines = &n
+	}
+	return opts, nil
+}
+
+func queryBool(q url.Values, name string) bool {
+	if !q.Has(name) {
+		return false
+	}
+	switch strings.ToLower(q.Get(name)) {
+	case "false", "0":
+		return false
+	}
+	return true
+}
+
+// responseWriter flushes every write, so a followed log reaches the client
+// as it is written (logs.Copy already batches what is available), and
+// remembers whether anything was sent, after which the status is fixed.
+type responseWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	wrote bool
+}
+
+func (rw *responseWriter) Write(p []byte) (int, error) {
+	n, err := rw.w.Write(p)
+	rw.wrote = rw.wrote || n > 0
+	if err != nil {
+		return n, err
+	}
+	if err := rw.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, err
+	}
+	return n, nil
+}

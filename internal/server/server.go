@@ -1,0 +1,116 @@
+// Package server is berth's local read-only HTTP API, the counterpart of the
+// kubelet's read-only port: /healthz, /pods and /containerLogs, with the
+// kubelet's paths, query parameters and response shapes, so the same tools
+// and habits work against it. It has no authentication; berth binds it to
+// loopback by default.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Source is what the API shows: berth's view of its pods.
+type Source interface {
+	// Pods returns a snapshot of every pod with its live status; the caller
+	// owns the copies.
+	Pods() []v1.Pod
+	// Healthy returns nil when berth is healthy, else an error saying why.
+	Healthy() error
+	// ContainerLog returns the log file of a container and the ID of the
+	// container instance that writes it: the current instance, or with
+	// previous the one before it. An error wrapping fs.ErrNotExist means
+	// there is no such instance or log (yet), and becomes a 404.
+	ContainerLog(namespace, pod, container string, previous bool) (path string, containerID string, err error)
+	// ContainerRunning reports whether the container instance is still
+	// running, so a follower knows when its log is complete.
+	ContainerRunning(containerID string) bool
+}
+
+const (
+	// shutdownTimeout bounds how long Run waits for requests in flight once
+	// its context ends.
+	shutdownTimeout = 5 * time.Second
+	// readHeaderTimeout keeps a silent client from holding a connection;
+	// there is no write timeout, since followed logs stream for as long as
+	// the container runs.
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// Server serves the API for one Source.
+type Server struct {
+	addr string
+	src  Source
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// New returns a server that will listen on addr (host:port).
+func New(addr string, src Source, log *slog.Logger) *Server {
+	s := &Server{addr: addr, src: src, log: log, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /pods", s.pods)
+	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	return s
+}
+
+// Handler returns the API's handler, for tests and for embedding.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Run listens on the server's address and serves until ctx ends, then shuts
+// down gracefully. A failure to listen (the port is taken) returns at once.
+// Callers that must know the port is bound before going on can listen
+// themselves and call Serve.
+func (s *Server) Run(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx ends, then shuts down: requests in flight get
+// shutdownTimeout to finish, and log streams end at once, because their
+// request contexts derive from ctx. Serve closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.log.Info("local API listening", "address", ln.Addr().String())
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(shutdownCtx)
+	if err != nil {
+		// Requests still running past the timeout are cut off.
+		srv.Close()
+	}
+	if serveErr := <-served; !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", serveErr)
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
