@@ -1,0 +1,189 @@
+// Package pleg is the pod lifecycle event generator: it notices when the
+// runtime state of a pod changes and tells the sync loop which pod to look
+// at. It relists the runtime periodically, which works with any CRI runtime,
+// and relists at once when the runtime pushes an event (containerd's task
+// events), so a container exit reaches its pod worker in milliseconds.
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/container"
+)
+
+// RelistThreshold is how long the relist may fail before berth reports itself
+// unhealthy, as the kubelet's PLEG health check does.
+const RelistThreshold = 3 * time.Minute
+
+// Lister is the slice of the CRI the relist needs.
+type Lister interface {
+	ListPodSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+}
+
+// Event says that the runtime state of one pod changed.
+type Event struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+	// Gone is true when the runtime no longer has any sandbox or container
+	// of the pod.
+	Gone bool
+}
+
+// PodRecord is one pod as the last relist saw it.
+type PodRecord struct {
+	Name, Namespace string
+	// fingerprint is the sorted list of object IDs and states: any change in
+	// it is an event.
+	fingerprint string
+}
+
+// PLEG relists the runtime and emits an Event per changed pod.
+type PLEG struct {
+	lister  Lister
+	period  time.Duration
+	clk     clock.WithTicker
+	log     *slog.Logger
+	trigger chan struct{}
+
+	mu         sync.Mutex
+	lastRelist time.Time
+	started    time.Time
+}
+
+// New returns a PLEG that relists every period.
+func New(l Lister, period time.Duration, clk clock.WithTicker, log *slog.Logger) *PLEG {
+	return &PLEG{lister: l, period: period, clk: clk, log: log, trigger: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a relist as soon as possible. It never blocks.
+func (p *PLEG) Trigger() {
+	select {
+	case p.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Healthy returns an error when no relist has completed for RelistThreshold.
+func (p *PLEG) Healthy() error {
+	p.mu.Lock()
+	last := p.lastRelist
+	if last.IsZero() {
+		last = p.started
+	}
+	p.mu.Unlock()
+	if last.IsZero() {
+		return nil
+	}
+	if since := p.clk.Since(last); since > RelistThreshold {
+		return fmt.Errorf("pleg: relist has not completed for %s (threshold %s)", since.Round(time.Second), RelistThreshold)
+	}
+	return nil
+}
+
+// Run relists until ctx is done, sending events to out.
+func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
+	p.mu.Lock()
+	p.started = p.clk.Now()
+	p.mu.Unlock()
+	known := map[types.UID]PodRecord{}
+	ticker := p.clk.NewTicker(p.period)
+	defer ticker.Stop()
+	for {
+		if current, err := p.relist(ctx); err != nil {
+			p.log.Warn("relist failed", "err", err)
+		} else {
+			for _, ev := range Diff(known, current) {
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+			known = current
+			p.mu.Lock()
+			p.lastRelist = p.clk.Now()
+			p.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		case <-p.trigger:
+		}
+	}
+}
+
+func (p *PLEG) relist(ctx context.Context) (map[types.UID]PodRecord, error) {
+	sandboxes, err := p.lister.ListPodSandboxes(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{container.LabelManagedBy: "true"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	ctrs, err := p.lister.ListContainers(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return Group(sandboxes, ctrs), nil
+}
+
+// Group folds a relist into one record per pod UID. Containers count only
+// when their sandbox is one of berth's.
+func Group(sandboxes []*runtimeapi.PodSandbox, ctrs []*runtimeapi.Container) map[types.UID]PodRecord {
+	parts := map[types.UID][]string{}
+	recs := map[types.UID]PodRecord{}
+	ours := map[string]types.UID{}
+	for _, sb := range sandboxes {
+		uid := types.UID(sb.Labels[container.LabelPodUID])
+		if uid == "" {
+			continue
+		}
+		ours[sb.Id] = uid
+		recs[uid] = PodRecord{Name: sb.Labels[container.LabelPodName], Namespace: sb.Labels[container.LabelPodNamespace]}
+		parts[uid] = append(parts[uid], "s:"+sb.Id+":"+sb.State.String())
+	}
+	for _, c := range ctrs {
+		uid, ok := ours[c.PodSandboxId]
+		if !ok {
+			continue
+		}
+		parts[uid] = append(parts[uid], "c:"+c.Id+":"+c.State.String())
+	}
+	for uid, p := range parts {
+		sort.Strings(p)
+		r := recs[uid]
+		r.fingerprint = strings.Join(p, ",")
+		recs[uid] = r
+	}
+	return recs
+}
+
+// Diff returns an event for every pod whose record changed, appeared or
+// disappeared between two relists, in UID order.
+func Diff(old, cur map[types.UID]PodRecord) []Event {
+	var evs []Event
+	for uid, r := range cur {
+		if o, ok := old[uid]; !ok || o.fingerprint != r.fingerprint {
+			evs = append(evs, Event{UID: uid, Name: r.Name, Namespace: r.Namespace})
+		}
+	}
+	for uid, r := range old {
+		if _, ok := cur[uid]; !ok {
+			evs = append(evs, Event{UID: uid, Name: r.Name, Namespace: r.Namespace, Gone: true})
+		}
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].UID < evs[j].UID })
+	return evs
+}

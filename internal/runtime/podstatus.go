@@ -1,0 +1,141 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+)
+
+// maxTerminationMessage is the kubelet's cap on a termination message.
+const maxTerminationMessage = 4096
+
+// PodStatus returns everything the runtime knows about the pod with uid:
+// its sandboxes and containers, newest first. It reads each container's
+// termination message from the host file berth mounted for it.
+func (s *Service) PodStatus(ctx context.Context, uid types.UID) (*container.PodStatus, error) {
+	sel := map[string]string{container.LabelPodUID: string(uid)}
+	sandboxes, err := s.ListPodSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	ctrs, err := s.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	ps := &container.PodStatus{UID: uid}
+	for _, sb := range sandboxes {
+		st, err := s.PodSandboxStatus(ctx, sb.Id)
+		if err != nil {
+			if IsNotFound(err) { // removed between list and status
+				continue
+			}
+			return nil, fmt.Errorf("status of sandbox %s: %w", sb.Id, err)
+		}
+		ps.Name, ps.Namespace = sb.Metadata.GetName(), sb.Metadata.GetNamespace()
+		ps.Sandboxes = append(ps.Sandboxes, sandboxStatus(st))
+	}
+	for _, c := range ctrs {
+		st, err := s.ContainerStatus(ctx, c.Id)
+		if err != nil {
+			if IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		ps.Containers = append(ps.Containers, containerStatus(st, c.PodSandboxId))
+	}
+	sort.SliceStable(ps.Sandboxes, func(i, j int) bool {
+		return ps.Sandboxes[i].CreatedAt.After(ps.Sandboxes[j].CreatedAt)
+	})
+	sort.SliceStable(ps.Containers, func(i, j int) bool {
+		return ps.Containers[i].CreatedAt.After(ps.Containers[j].CreatedAt)
+	})
+	return ps, nil
+}
+
+func sandboxStatus(st *runtimeapi.PodSandboxStatus) container.SandboxStatus {
+	out := container.SandboxStatus{
+		ID:          st.Id,
+		Attempt:     st.Metadata.GetAttempt(),
+		Ready:       st.State == runtimeapi.PodSandboxState_SANDBOX_READY,
+		CreatedAt:   time.Unix(0, st.CreatedAt),
+		HostNetwork: st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE,
+	}
+	if n := st.Network; n != nil && n.Ip != "" {
+		out.IP = n.Ip
+		out.IPs = append(out.IPs, n.Ip)
+		for _, ip := range n.AdditionalIps {
+			out.IPs = append(out.IPs, ip.Ip)
+		}
+	}
+	return out
+}
+
+func containerStatus(st *runtimeapi.ContainerStatus, sandboxID string) container.ContainerStatus {
+	a := st.Annotations
+	out := container.ContainerStatus{
+		ID:                         st.Id,
+		Name:                       st.Metadata.GetName(),
+		SandboxID:                  sandboxID,
+		State:                      state(st.State),
+		CreatedAt:                  unixNano(st.CreatedAt),
+		StartedAt:                  unixNano(st.StartedAt),
+		FinishedAt:                 unixNano(st.FinishedAt),
+		ExitCode:                   st.ExitCode,
+		Reason:                     st.Reason,
+		Message:                    st.Message,
+		Image:                      st.GetImage().GetImage(),
+		ImageRef:                   st.ImageRef,
+		Hash:                       a[container.AnnotationContainerHash],
+		Init:                       a[container.AnnotationInitContainer] == "true",
+		TerminationMessageHostPath: a[container.AnnotationTerminationMessageHostPath],
+		LogPath:                    st.LogPath,
+	}
+	out.RestartCount, _ = strconv.Atoi(a[container.AnnotationRestartCount])
+	out.TerminationGracePeriod, _ = strconv.ParseInt(a[container.AnnotationTerminationGracePeriod], 10, 64)
+	if out.State == container.StateExited && out.TerminationMessageHostPath != "" {
+		if msg := readTerminationMessage(out.TerminationMessageHostPath); msg != "" {
+			out.Message = msg
+		}
+	}
+	return out
+}
+
+func readTerminationMessage(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, maxTerminationMessage)
+	n, _ := f.Read(buf)
+	return string(buf[:n])
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func state(s runtimeapi.ContainerState) container.State {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return container.StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return container.StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return container.StateExited
+	default:
+		return container.StateUnknown
+	}
+}
