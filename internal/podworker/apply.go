@@ -1,0 +1,285 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/kuberuntime"
+	"github.com/berth-dev/berth/internal/status"
+)
+
+// Waiting reasons, as the kubelet reports them.
+const (
+	reasonCrashLoopBackOff     = "CrashLoopBackOff"
+	reasonErrImagePull         = "ErrImagePull"
+	reasonImagePullBackOff     = "ImagePullBackOff"
+	reasonCreateConfigError    = "CreateContainerConfigError"
+	reasonCreateContainerError = "CreateContainerError"
+	reasonRunContainerError    = "RunContainerError"
+	reasonPostStartHookError   = "PostStartHookError"
+	reasonSandboxFailed        = "FailedCreatePodSandBox"
+	reasonVolumeFailed         = "FailedMount"
+)
+
+// apply carries out plan. Failures are recorded on the worker (they become
+// the pod's status) rather than returned: one failing container must not
+// stop the others. It returns how soon to sync again, 0 for "no hurry".
+func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) time.Duration {
+	d := w.ws.deps
+	if plan.KillPod {
+		if err := w.stopPod(ctx, pod, st, log); err != nil {
+			log.Warn("stopping pod failed", "err", err)
+			return retryAfterError
+		}
+		if !plan.CreateSandbox {
+			return 0
+		}
+	}
+
+	sandboxID := plan.SandboxID
+	sbCfg, err := w.sandboxConfig(pod, plan.SandboxAttempt)
+	if err != nil {
+		w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: err.Error()}
+		return retryAfterError
+	}
+	if plan.CreateSandbox {
+		if _, err := d.Volumes.Setup(pod); err != nil {
+			w.syncError = &status.Waiting{Reason: reasonVolumeFailed, Message: err.Error()}
+			log.Warn("setting up volumes failed", "err", err)
+			return retryAfterError
+		}
+		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
+			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: err.Error()}
+			return retryAfterError
+		}
+		log.Info("creating sandbox", "attempt", plan.SandboxAttempt)
+		sandboxID, err = d.Runtime.RunPodSandbox(ctx, sbCfg)
+		if err != nil {
+			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: fmt.Sprintf("create pod sandbox: %v", err)}
+			log.Warn("creating sandbox failed", "err", err)
+			return retryAfterError
+		}
+		// The new sandbox's IP is needed by the downward API and hooks.
+		if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
+			log.Warn("reading pod status from the runtime failed", "err", err)
+			return retryAfterError
+		}
+	}
+	w.syncError = nil
+
+	for _, k := range plan.Kill {
+		log.Info("stopping container", "container", k.Name, "reason", k.Reason)
+		if err := w.stopContainer(ctx, pod, k.ID, k.Name, gracePeriod(pod), log); err != nil {
+			log.Warn("stopping container failed", "container", k.Name, "err", err)
+		}
+	}
+
+	sb := sandboxByID(st, sandboxID)
+	var next time.Duration
+	start := func(c *v1.Container, init bool) {
+		if after := w.startContainer(ctx, pod, c, init, st, sandboxID, sb, sbCfg, log); after > 0 && (next == 0 || after < next) {
+			next = after
+		}
+	}
+	if plan.NextInit >= 0 {
+		start(&pod.Spec.InitContainers[plan.NextInit], true)
+	}
+	for _, i := range plan.Start {
+		start(&pod.Spec.Containers[i], false)
+	}
+	return next
+}
+
+func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	d := w.ws.deps
+	return kuberuntime.SandboxConfig(pod, kuberuntime.SandboxOptions{
+		PodLogsDir: d.PodLogsDir,
+		Attempt:    attempt,
+	}, d.DNS)
+}
+
+// startContainer pulls, creates and starts one container, honouring the
+// crash-loop and image-pull back-offs. It returns when to retry if it could
+// not start the container now.
+func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, init bool,
+	st *container.PodStatus, sandboxID string, sb *container.SandboxStatus, sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) time.Duration {
+	d := w.ws.deps
+	now := d.Clock.Now()
+	if left, msg := checkBackOff(w.ws.backOff, now, pod, c, st); left > 0 {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCrashLoopBackOff, Message: msg}
+		return left
+	}
+
+	pullKey := string(pod.UID) + "/" + c.Image
+	if w.ws.pullBackOff.IsInBackOffSinceUpdate(pullKey, now) {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonImagePullBackOff,
+			Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+		return w.ws.pullBackOff.Get(pullKey)
+	}
+	imageRef, err := d.Runtime.EnsureImage(ctx, c.Image, c.ImagePullPolicy, sbCfg)
+	if err != nil {
+		w.ws.pullBackOff.Next(pullKey, now)
+		w.waiting[c.Name] = status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
+		log.Warn("image not available", "container", c.Name, "image", c.Image, "err", err)
+		return w.ws.pullBackOff.Get(pullKey)
+	}
+	w.ws.pullBackOff.Reset(pullKey)
+
+	restartCount := 0
+	if prev := st.LatestContainer(c.Name); prev != nil {
+		restartCount = prev.RestartCount + 1
+	}
+	msgPath, err := w.terminationMessageFile(pod, c, restartCount)
+	if err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+		return retryAfterError
+	}
+	volumes, err := d.Volumes.Setup(pod)
+	if err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+		return retryAfterError
+	}
+	opts := kuberuntime.ContainerOptions{
+		RestartCount:               restartCount,
+		Init:                       init,
+		VolumePaths:                volumes,
+		TerminationMessageHostPath: msgPath,
+		HostIP:                     d.HostIP,
+		NodeName:                   d.NodeName,
+		ImageRef:                   imageRef,
+		NodeAllocatable:            d.NodeAllocatable,
+		NodeMemoryCapacity:         d.NodeAllocatable.Memory().Value(),
+	}
+	if sb != nil {
+		opts.PodIP, opts.PodIPs = sb.IP, sb.IPs
+	}
+	if pod.Spec.HostNetwork {
+		opts.PodIP, opts.PodIPs = d.HostIP, []string{d.HostIP}
+	}
+	if err := w.prepareFiles(pod, c, &opts); err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+		return retryAfterError
+	}
+	cfg, err := kuberuntime.ContainerConfig(pod, c, opts)
+	if err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+		return retryAfterError
+	}
+	id, err := d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateContainerError, Message: err.Error()}
+		log.Warn("creating container failed", "container", c.Name, "err", err)
+		return retryAfterError
+	}
+	if err := d.Runtime.StartContainer(ctx, id); err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonRunContainerError, Message: err.Error()}
+		log.Warn("starting container failed", "container", c.Name, "err", err)
+		return retryAfterError
+	}
+	delete(w.waiting, c.Name)
+	log.Info("started container", "container", c.Name, "id", id, "restartCount", restartCount)
+	w.removeOldInstances(ctx, st, c.Name, log)
+
+	if h := c.Lifecycle; h != nil && h.PostStart != nil {
+		podIP := opts.PodIP
+		if err := runHandler(ctx, d.Runtime, h.PostStart, c, id, podIP, postStartTimeout); err != nil {
+			msg := fmt.Sprintf("PostStartHook failed: %v", err)
+			log.Warn("postStart hook failed; killing container", "container", c.Name, "err", err)
+			w.waiting[c.Name] = status.Waiting{Reason: reasonPostStartHookError, Message: msg}
+			if err := w.stopContainer(ctx, pod, id, c.Name, 0, log); err != nil {
+				log.Warn("stopping container failed", "container", c.Name, "err", err)
+			}
+		}
+	}
+	return 0
+}
+
+// prepareFiles writes the pod's managed /etc/hosts and creates the subPaths
+// the container mounts, as the kubelet does before CreateContainer.
+func (w *worker) prepareFiles(pod *v1.Pod, c *v1.Container, opts *kuberuntime.ContainerOptions) error {
+	d := w.ws.deps
+	hosts, err := kuberuntime.HostsFile(pod, opts.PodIPs, "", d.NodeHosts)
+	if err != nil {
+		return err
+	}
+	if opts.HostsFilePath, err = d.Volumes.WriteHostsFile(pod.UID, hosts); err != nil {
+		return err
+	}
+	subPaths, err := kuberuntime.SubPaths(pod, c, *opts)
+	if err != nil {
+		return err
+	}
+	for _, sp := range subPaths {
+		if err := d.Volumes.PrepareSubPath(sp.VolumePath, sp.Path); err != nil {
+			return fmt.Errorf("container %q: volumeMounts[%d].subPath: %w", c.Name, sp.MountIndex, err)
+		}
+	}
+	return nil
+}
+
+// terminationMessageFile creates the host file mounted at the container's
+// terminationMessagePath, so its message survives the container.
+func (w *worker) terminationMessageFile(pod *v1.Pod, c *v1.Container, restartCount int) (string, error) {
+	if c.TerminationMessagePath == "" {
+		return "", nil
+	}
+	dir := w.ws.deps.Volumes.ContainerDir(pod.UID, c.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	path := filepath.Join(dir, "termination-log-"+strconv.Itoa(restartCount))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o666)
+	if err != nil {
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	// The container may run as any user; the file must be writable by it.
+	if err := f.Chmod(0o666); err != nil {
+		f.Close()
+		return "", fmt.Errorf("termination message file: %w", err)
+	}
+	return path, f.Close()
+}
+
+// removeOldInstances removes exited instances of a container beyond the
+// newest one, which stays for `logs --previous` and lastState (the
+// kubelet's container GC keeps the same one per container).
+func (w *worker) removeOldInstances(ctx context.Context, st *container.PodStatus, name string, log *slog.Logger) {
+	kept := false
+	for _, cs := range st.FindContainers(name) {
+		if cs.State != container.StateExited {
+			continue
+		}
+		if !kept {
+			kept = true
+			continue
+		}
+		if err := w.ws.deps.Runtime.RemoveContainer(ctx, cs.ID); err != nil {
+			log.Warn("removing old container failed", "container", name, "id", cs.ID, "err", err)
+		}
+	}
+}
+
+func sandboxByID(st *container.PodStatus, id string) *container.SandboxStatus {
+	for i := range st.Sandboxes {
+		if st.Sandboxes[i].ID == id {
+			return &st.Sandboxes[i]
+		}
+	}
+	return nil
+}
+
+func gracePeriod(pod *v1.Pod) int64 {
+	if pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}

@@ -1,0 +1,220 @@
+package podworker
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/kuberuntime"
+)
+
+// Plan is what one sync must do to move a pod's runtime state toward its
+// spec. It is computed by ComputePlan, a pure function, and carried out by
+// the worker; the split follows the kubelet's computePodActions/SyncPod.
+type Plan struct {
+	// KillPod stops every container and the sandbox before anything else.
+	KillPod bool
+	// CreateSandbox creates a new sandbox with SandboxAttempt.
+	CreateSandbox  bool
+	SandboxID      string
+	SandboxAttempt uint32
+	// NextInit is the index of the init container to start, or -1.
+	NextInit int
+	// Start lists the indexes of the app containers to start.
+	Start []int
+	// Kill lists running containers to stop, with why.
+	Kill []Kill
+}
+
+// Kill is one container to stop.
+type Kill struct {
+	ID, Name string
+	Reason   string
+}
+
+func (p Plan) String() string {
+	return fmt.Sprintf("killPod=%v createSandbox=%v(attempt %d) nextInit=%d start=%v kill=%d",
+		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.NextInit, p.Start, len(p.Kill))
+}
+
+// ComputePlan decides, from the pod's spec and what the runtime reports,
+// which sandbox and containers to create, start or stop. It implements the
+// kubelet's rules: init containers one at a time in order, app containers
+// by restart policy, and a new sandbox (killing the old) when the sandbox is
+// gone or has lost its network.
+func ComputePlan(pod *v1.Pod, st *container.PodStatus) Plan {
+	plan := Plan{NextInit: -1}
+	createSandbox, attempt, sandboxID := sandboxChanged(pod, st)
+	plan.KillPod, plan.CreateSandbox = createSandbox, createSandbox
+	plan.SandboxAttempt, plan.SandboxID = attempt, sandboxID
+
+	if createSandbox {
+		if !restartsOnFailure(pod) && attempt != 0 && len(st.Containers) != 0 {
+			// The sandbox died after its containers ran and the pod never
+			// restarts: leave it dead, as the kubelet does.
+			plan.CreateSandbox = false
+			return plan
+		}
+		for i := range pod.Spec.Containers {
+			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(st, pod.Spec.Containers[i].Name) {
+				continue
+			}
+			plan.Start = append(plan.Start, i)
+		}
+		if len(plan.Start) == 0 {
+			plan.CreateSandbox = false
+			return plan
+		}
+		if len(pod.Spec.InitContainers) != 0 {
+			plan.NextInit, plan.Start = 0, nil
+		}
+		return plan
+	}
+
+	if len(pod.Spec.InitContainers) != 0 {
+		last, next, done := nextInitContainer(pod, st)
+		if !done {
+			if next >= 0 {
+				if last != nil && initFailed(last) && !restartsOnFailure(pod) {
+					plan.KillPod = true
+				} else {
+					if last != nil && last.State == container.StateUnknown {
+						plan.Kill = append(plan.Kill, Kill{ID: last.ID, Name: last.Name, Reason: "init container in unknown state"})
+					}
+					plan.NextInit = next
+				}
+			}
+			return plan
+		}
+	}
+
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := st.LatestContainer(c.Name)
+		if cs == nil || cs.State != container.StateRunning {
+			if shouldRestart(pod, c, st) {
+				plan.Start = append(plan.Start, i)
+				if cs != nil && (cs.State == container.StateUnknown || cs.State == container.StateCreated) {
+					plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: "container in state " + string(cs.State) + " is replaced"})
+				}
+			}
+			continue
+		}
+		if want := kuberuntime.ContainerHash(c); cs.Hash != "" && cs.Hash != want {
+			plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: "container spec changed"})
+			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+				plan.Start = append(plan.Start, i)
+			}
+			continue
+		}
+		keep++
+	}
+	if keep == 0 && len(plan.Start) == 0 {
+		plan.KillPod = true
+	}
+	return plan
+}
+
+// sandboxChanged reports whether the pod needs a new sandbox, with the
+// attempt number for it and the ID of the newest existing one.
+func sandboxChanged(pod *v1.Pod, st *container.PodStatus) (bool, uint32, string) {
+	if len(st.Sandboxes) == 0 {
+		return true, 0, ""
+	}
+	ready := 0
+	for _, sb := range st.Sandboxes {
+		if sb.Ready {
+			ready++
+		}
+	}
+	newest := st.Sandboxes[0]
+	switch {
+	case ready > 1, !newest.Ready:
+		return true, newest.Attempt + 1, newest.ID
+	case newest.HostNetwork != pod.Spec.HostNetwork:
+		return true, newest.Attempt + 1, newest.ID
+	case !pod.Spec.HostNetwork && newest.IP == "":
+		return true, newest.Attempt + 1, newest.ID
+	}
+	return false, newest.Attempt, newest.ID
+}
+
+// nextInitContainer returns the status of the last failed init container (if
+// any), the index of the init container to run next (or -1), and whether all
+// init containers are done.
+func nextInitContainer(pod *v1.Pod, st *container.PodStatus) (*container.ContainerStatus, int, bool) {
+	inits := pod.Spec.InitContainers
+	for i := range pod.Spec.Containers {
+		if cs := st.LatestContainer(pod.Spec.Containers[i].Name); cs != nil && cs.State == container.StateRunning {
+			return nil, -1, true
+		}
+	}
+	for i := len(inits) - 1; i >= 0; i-- {
+		if cs := st.LatestContainer(inits[i].Name); cs != nil && initFailed(cs) {
+			return cs, i, false
+		}
+	}
+	for i := len(inits) - 1; i >= 0; i-- {
+		cs := st.LatestContainer(inits[i].Name)
+		if cs == nil {
+			continue
+		}
+		switch cs.State {
+		case container.StateRunning:
+			return nil, -1, false
+		case container.StateExited:
+			if i == len(inits)-1 {
+				return nil, -1, true
+			}
+			return nil, i + 1, false
+		}
+	}
+	return nil, 0, false
+}
+
+func initFailed(cs *container.ContainerStatus) bool {
+	switch {
+	case cs.Reason == "OOMKilled":
+		return true
+	case cs.State == container.StateExited && cs.ExitCode != 0:
+		return true
+	case cs.State == container.StateUnknown:
+		return true
+	}
+	return false
+}
+
+func restartsOnFailure(pod *v1.Pod) bool {
+	return pod.Spec.RestartPolicy != v1.RestartPolicyNever
+}
+
+func succeeded(st *container.PodStatus, name string) bool {
+	cs := st.LatestContainer(name)
+	return cs != nil && cs.State == container.StateExited && cs.ExitCode == 0
+}
+
+// shouldRestart is the kubelet's ShouldContainerBeRestarted.
+func shouldRestart(pod *v1.Pod, c *v1.Container, st *container.PodStatus) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	cs := st.LatestContainer(c.Name)
+	if cs == nil {
+		return true
+	}
+	switch cs.State {
+	case container.StateRunning:
+		return false
+	case container.StateUnknown, container.StateCreated:
+		return true
+	}
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return cs.ExitCode != 0
+	}
+	return true
+}

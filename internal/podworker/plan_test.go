@@ -1,0 +1,215 @@
+package podworker
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/kuberuntime"
+)
+
+func testPod(policy v1.RestartPolicy, inits []string, apps ...string) *v1.Pod {
+	pod := &v1.Pod{}
+	pod.Name, pod.Namespace, pod.UID = "web-node1", "default", "uid1"
+	pod.Spec.RestartPolicy = policy
+	for _, n := range inits {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: n, Image: "busybox"})
+	}
+	for _, n := range apps {
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: n, Image: "busybox"})
+	}
+	return pod
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type ctr struct {
+	name  string
+	state container.State
+	exit  int32
+}
+
+// runtimeStatus builds a PodStatus with one ready sandbox (unless sandbox is
+// "none" or "dead") and the containers given, oldest first.
+func runtimeStatus(pod *v1.Pod, sandbox string, ctrs ...ctr) *container.PodStatus {
+	st := &container.PodStatus{UID: pod.UID}
+	switch sandbox {
+	case "ready":
+		st.Sandboxes = []container.SandboxStatus{{ID: "sb1", Attempt: 0, Ready: true, IP: "10.88.0.2"}}
+	case "dead":
+		st.Sandboxes = []container.SandboxStatus{{ID: "sb1", Attempt: 0, Ready: false}}
+	case "noip":
+		st.Sandboxes = []container.SandboxStatus{{ID: "sb1", Attempt: 0, Ready: true}}
+	}
+	for i := len(ctrs) - 1; i >= 0; i-- { // newest first
+		c := ctrs[i]
+		hash := ""
+		for _, sc := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			if sc.Name == c.name {
+				hash = kuberuntime.ContainerHash(&sc)
+			}
+		}
+		st.Containers = append(st.Containers, container.ContainerStatus{
+			ID: c.name + "-" + string(rune('a'+i)), Name: c.name, SandboxID: "sb1", State: c.state,
+			ExitCode: c.exit, CreatedAt: t0.Add(time.Duration(i) * time.Second), Hash: hash,
+		})
+	}
+	return st
+}
+
+func TestComputePlan(t *testing.T) {
+	running := container.StateRunning
+	exited := container.StateExited
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		st   func(*v1.Pod) *container.PodStatus
+		want Plan
+	}{
+		{
+			name: "new pod: sandbox and every app container",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a", "b"),
+			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "none") },
+			want: Plan{KillPod: true, CreateSandbox: true, NextInit: -1, Start: []int{0, 1}},
+		},
+		{
+			name: "new pod with init containers: first init only",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "none") },
+			want: Plan{KillPod: true, CreateSandbox: true, NextInit: 0},
+		},
+		{
+			name: "first init done: second init next",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", exited, 0})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: 1},
+		},
+		{
+			name: "init still running: wait",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1},
+		},
+		{
+			name: "all inits done: app containers",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a", "b"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", exited, 0}, ctr{"i2", exited, 0})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0, 1}},
+		},
+		{
+			name: "failed init with Always: retry it",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", exited, 0}, ctr{"i2", exited, 1})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: 1},
+		},
+		{
+			name: "failed init with Never: the pod is dead",
+			pod:  testPod(v1.RestartPolicyNever, []string{"i1"}, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", exited, 2})
+			},
+			want: Plan{KillPod: true, SandboxID: "sb1", NextInit: -1},
+		},
+		{
+			name: "everything running: nothing to do",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a", "b"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1},
+		},
+		{
+			name: "Always restarts a container that exited 0",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a", "b"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", exited, 0})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1}},
+		},
+		{
+			name: "OnFailure leaves a success alone and restarts a failure",
+			pod:  testPod(v1.RestartPolicyOnFailure, nil, "a", "b"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", exited, 0}, ctr{"b", exited, 1})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1}},
+		},
+		{
+			name: "Never with everything exited: stop the sandbox",
+			pod:  testPod(v1.RestartPolicyNever, nil, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", exited, 1})
+			},
+			want: Plan{KillPod: true, SandboxID: "sb1", NextInit: -1},
+		},
+		{
+			name: "dead sandbox: new sandbox with the next attempt",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "dead", ctr{"a", exited, 137})
+			},
+			want: Plan{KillPod: true, CreateSandbox: true, SandboxID: "sb1", SandboxAttempt: 1, NextInit: -1, Start: []int{0}},
+		},
+		{
+			name: "dead sandbox with Never after containers ran: leave it",
+			pod:  testPod(v1.RestartPolicyNever, nil, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "dead", ctr{"a", exited, 0})
+			},
+			want: Plan{KillPod: true, SandboxID: "sb1", SandboxAttempt: 1, NextInit: -1},
+		},
+		{
+			name: "bridge sandbox without an IP is replaced",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a"),
+			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "noip") },
+			want: Plan{KillPod: true, CreateSandbox: true, SandboxID: "sb1", SandboxAttempt: 1, NextInit: -1, Start: []int{0}},
+		},
+		{
+			name: "a container left in created state is replaced",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", container.StateCreated, 0})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
+				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "container in state created is replaced"}}},
+		},
+		{
+			name: "a running container whose spec changed is restarted",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				st := runtimeStatus(p, "ready", ctr{"a", running, 0})
+				st.Containers[0].Hash = "stale"
+				return st
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
+				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "container spec changed"}}},
+		},
+		{
+			name: "running app containers mean the inits are done, even if GC removed them",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1"}, "a", "b"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", exited, 1})
+			},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ComputePlan(tt.pod, tt.st(tt.pod))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ComputePlan:\n got  %+v\n want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,135 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/runtime"
+)
+
+// minGracePeriod is the kubelet's floor: a container always gets 2 s to stop
+// after its preStop hook, even when the hook used up the grace period.
+const minGracePeriod = 2
+
+// stopContainer runs the container's preStop hook (when the spec is known)
+// within the grace period, then asks the runtime to stop it with what is left.
+func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string, grace int64, log *slog.Logger) error {
+	d := w.ws.deps
+	if c := specContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		start := d.Clock.Now()
+		podIP := ""
+		if w.published != nil {
+			podIP = w.published.PodIP
+		}
+		if err := runHandler(ctx, d.Runtime, c.Lifecycle.PreStop, c, id, podIP, time.Duration(grace)*time.Second); err != nil {
+			log.Warn("preStop hook failed", "container", name, "err", err)
+		}
+		grace -= int64(d.Clock.Since(start) / time.Second)
+		if grace < minGracePeriod {
+			grace = minGracePeriod
+		}
+	}
+	if err := d.Runtime.StopContainer(ctx, id, grace); err != nil && !runtime.IsNotFound(err) {
+		return fmt.Errorf("stop container %s (%s): %w", name, id, err)
+	}
+	return nil
+}
+
+// stopPod stops every active container, in parallel as the kubelet does,
+// then every sandbox. It removes nothing, so statuses and logs stay.
+func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStatus, log *slog.Logger) error {
+	active := st.ActiveContainers()
+	errs := make([]error, len(active))
+	var wg sync.WaitGroup
+	for i, cs := range active {
+		grace := gracePeriod(pod)
+		if pod == nil && cs.TerminationGracePeriod > 0 {
+			grace = cs.TerminationGracePeriod
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.stopContainer(ctx, pod, cs.ID, cs.Name, grace, log)
+		}()
+	}
+	wg.Wait()
+	for _, sb := range st.Sandboxes {
+		if !sb.Ready {
+			continue
+		}
+		if err := w.ws.deps.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// terminate stops and removes everything the pod has in the runtime and on
+// disk, then drops its status. pod is nil for an orphan.
+func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) error {
+	d := w.ws.deps
+	st, err := d.Runtime.PodStatus(ctx, w.uid)
+	if err != nil {
+		return fmt.Errorf("read pod status: %w", err)
+	}
+	if pod != nil {
+		w.publish(pod, st, true)
+	}
+	log.Info("killing pod", "containers", len(st.ActiveContainers()))
+	if err := w.stopPod(ctx, pod, st, log); err != nil {
+		return err
+	}
+	var errs []error
+	for _, cs := range st.Containers {
+		if err := d.Runtime.RemoveContainer(ctx, cs.ID); err != nil && !runtime.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", cs.ID, err))
+		}
+	}
+	for _, sb := range st.Sandboxes {
+		if err := d.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !runtime.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := d.Volumes.TearDown(w.uid); err != nil {
+		return fmt.Errorf("tear down volumes: %w", err)
+	}
+	name, ns := w.name, w.namespace
+	if st.Name != "" {
+		name, ns = st.Name, st.Namespace
+	}
+	if err := os.RemoveAll(filepath.Join(d.PodLogsDir, ns+"_"+name+"_"+string(w.uid))); err != nil {
+		log.Warn("removing pod logs failed", "err", err)
+	}
+	d.Status.Delete(w.uid)
+	log.Info("pod removed")
+	return nil
+}
+
+func specContainer(pod *v1.Pod, name string) *v1.Container {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}

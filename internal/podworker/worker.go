@@ -1,0 +1,170 @@
+package podworker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/status"
+)
+
+// retryAfterError is how soon a worker retries a sync that failed on the
+// runtime (not on the pod itself, which has its own back-offs).
+const retryAfterError = 2 * time.Second
+
+// worker owns the sync of one pod.
+type worker struct {
+	ws              *Workers
+	uid             types.UID
+	name, namespace string
+	wakeCh          chan struct{}
+
+	mu          sync.Mutex
+	pod         *v1.Pod // desired spec; nil for an orphan
+	terminating bool
+
+	// Owned by the worker goroutine alone.
+	waiting   map[string]status.Waiting
+	syncError *status.Waiting
+	published *v1.PodStatus
+}
+
+func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
+	return &worker{
+		ws: ws, uid: uid, name: name, namespace: namespace,
+		wakeCh:  make(chan struct{}, 1),
+		waiting: map[string]status.Waiting{},
+	}
+}
+
+func (w *worker) setPod(pod *v1.Pod) {
+	w.mu.Lock()
+	w.pod = pod
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *worker) kill() {
+	w.mu.Lock()
+	w.terminating = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+func (w *worker) wake() {
+	select {
+	case w.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) snapshot() (*v1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.terminating
+}
+
+func (w *worker) run(ctx context.Context) {
+	log := w.ws.deps.Log.With("pod", w.namespace+"/"+w.name, "uid", w.uid)
+	timer := w.ws.deps.Clock.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wakeCh:
+		case <-timer.C():
+		}
+		pod, terminating := w.snapshot()
+		var next time.Duration
+		if terminating {
+			if err := w.terminate(ctx, pod, log); err != nil {
+				log.Warn("terminating pod failed; will retry", "err", err)
+				next = retryAfterError
+			} else {
+				w.ws.remove(w.uid, w)
+				return
+			}
+		} else if pod != nil {
+			next = w.sync(ctx, pod, log)
+		} else {
+			continue
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// sync carries out one round of ComputePlan for pod and publishes its
+// status. It returns when the worker should sync again without an event.
+func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
+	d := w.ws.deps
+	st, err := d.Runtime.PodStatus(ctx, pod.UID)
+	if err != nil {
+		log.Warn("reading pod status from the runtime failed", "err", err)
+		return retryAfterError
+	}
+	plan := ComputePlan(pod, st)
+	log.Debug("sync", "plan", plan.String())
+	next := d.Resync
+	if plan.KillPod || plan.CreateSandbox || plan.NextInit >= 0 || len(plan.Start) > 0 || len(plan.Kill) > 0 {
+		if after := w.apply(ctx, pod, st, plan, log); after > 0 && after < next {
+			next = after
+		}
+		if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
+			log.Warn("reading pod status from the runtime failed", "err", err)
+			return retryAfterError
+		}
+	}
+	w.publish(pod, st, false)
+	return next
+}
+
+func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool) {
+	d := w.ws.deps
+	if w.published == nil {
+		w.published = adoptedStatus(st)
+	}
+	out := status.Generate(status.Input{
+		Pod:         pod,
+		Runtime:     st,
+		Waiting:     w.waiting,
+		SyncError:   w.syncError,
+		HostIP:      d.HostIP,
+		Previous:    w.published,
+		Now:         d.Clock.Now(),
+		Terminating: terminating,
+		RuntimeName: d.RuntimeName,
+	})
+	w.published = &out
+	shown := pod
+	if terminating && pod.DeletionTimestamp == nil {
+		shown = pod.DeepCopy()
+		now := metav1.NewTime(d.Clock.Now())
+		shown.DeletionTimestamp = &now
+	}
+	d.Status.Set(shown, out)
+}
+
+// adoptedStatus is the status to build on for a pod berth finds already
+// running (after a restart): its start time is its first sandbox's, so
+// AGE does not reset when berth does.
+func adoptedStatus(st *container.PodStatus) *v1.PodStatus {
+	if st == nil || len(st.Sandboxes) == 0 {
+		return nil
+	}
+	first := st.Sandboxes[len(st.Sandboxes)-1].CreatedAt
+	start := metav1.NewTime(first)
+	return &v1.PodStatus{StartTime: &start}
+}

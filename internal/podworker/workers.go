@@ -1,0 +1,162 @@
+package podworker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/status"
+)
+
+// Runtime is the slice of the CRI a pod worker drives; *runtime.Service
+// implements it.
+type Runtime interface {
+	PodStatus(ctx context.Context, uid types.UID) (*container.PodStatus, error)
+	RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error)
+	StopPodSandbox(ctx context.Context, id string) error
+	RemovePodSandbox(ctx context.Context, id string) error
+	EnsureImage(ctx context.Context, image string, policy v1.PullPolicy, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	StopContainer(ctx context.Context, id string, gracePeriod int64) error
+	RemoveContainer(ctx context.Context, id string) error
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error)
+}
+
+// Volumes prepares and removes a pod's volumes on the host.
+type Volumes interface {
+	Setup(pod *v1.Pod) (map[string]string, error)
+	TearDown(uid types.UID) error
+	ContainerDir(uid types.UID, name string) string
+	PrepareSubPath(volumePath, subPath string) error
+	WriteHostsFile(uid types.UID, content []byte) (string, error)
+}
+
+// Deps is what every worker shares. All of it is safe for concurrent use.
+type Deps struct {
+	Runtime    Runtime
+	Volumes    Volumes
+	Status     *status.Manager
+	Clock      clock.WithTicker
+	Log        *slog.Logger
+	NodeName   string
+	HostIP     string
+	PodLogsDir string
+	DNS        *runtimeapi.DNSConfig
+	// NodeAllocatable backs the downward API when a container sets no limit,
+	// and its memory sizes the OOM score of burstable containers.
+	NodeAllocatable v1.ResourceList
+	// NodeHosts is the node's /etc/hosts, the base of host-network pods' one.
+	NodeHosts []byte
+	// RuntimeName prefixes container IDs in the API status ("containerd").
+	RuntimeName string
+	// Resync is how often a worker syncs with no event (the kubelet's
+	// syncFrequency).
+	Resync time.Duration
+}
+
+// Workers owns one worker per pod.
+type Workers struct {
+	deps        Deps
+	backOff     *flowcontrol.Backoff
+	pullBackOff *flowcontrol.Backoff
+	ctx         context.Context
+	cancel      context.CancelFunc
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+	wg      sync.WaitGroup
+}
+
+// NewWorkers returns an empty set of workers whose goroutines live until
+// Stop or until ctx is done.
+func NewWorkers(ctx context.Context, deps Deps) *Workers {
+	ctx, cancel := context.WithCancel(ctx)
+	if deps.Resync == 0 {
+		deps.Resync = time.Minute
+	}
+	return &Workers{
+		deps:        deps,
+		backOff:     NewBackOff(deps.Clock),
+		pullBackOff: NewBackOff(deps.Clock),
+		ctx:         ctx,
+		cancel:      cancel,
+		workers:     map[types.UID]*worker{},
+	}
+}
+
+// Update hands the worker of pod.UID its (new) spec, starting the worker if
+// there is none.
+func (ws *Workers) Update(pod *v1.Pod) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w, ok := ws.workers[pod.UID]
+	if !ok {
+		w = ws.startLocked(pod.UID, pod.Name, pod.Namespace)
+	}
+	w.setPod(pod)
+}
+
+// Kill tells the worker of uid to terminate its pod and exit. A pod with no
+// worker (an orphan found in the runtime) gets one just for that.
+func (ws *Workers) Kill(uid types.UID, name, namespace string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w, ok := ws.workers[uid]
+	if !ok {
+		w = ws.startLocked(uid, name, namespace)
+	}
+	w.kill()
+}
+
+// Notify wakes the worker of uid, if any, to sync now.
+func (ws *Workers) Notify(uid types.UID) {
+	ws.mu.Lock()
+	w := ws.workers[uid]
+	ws.mu.Unlock()
+	if w != nil {
+		w.wake()
+	}
+}
+
+// Has reports whether uid has a worker.
+func (ws *Workers) Has(uid types.UID) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	_, ok := ws.workers[uid]
+	return ok
+}
+
+// Stop stops every worker and waits for them. Pods keep running: stopping
+// berth must not stop its pods.
+func (ws *Workers) Stop() {
+	ws.cancel()
+	ws.wg.Wait()
+}
+
+func (ws *Workers) startLocked(uid types.UID, name, namespace string) *worker {
+	w := newWorker(ws, uid, name, namespace)
+	ws.workers[uid] = w
+	ws.wg.Add(1)
+	go func() {
+		defer ws.wg.Done()
+		w.run(ws.ctx)
+	}()
+	return w
+}
+
+func (ws *Workers) remove(uid types.UID, w *worker) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.workers[uid] == w {
+		delete(ws.workers, uid)
+	}
+}
