@@ -1,0 +1,53 @@
+# berth: `make run` runs berth with the example pods; `make test` runs every test.
+GO        ?= go
+BIN       ?= bin
+ROOT_DIR  ?= /var/lib/berth
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+BUSYBOX   ?= /bin/busybox
+# The end-to-end tests need a 2-core CI machine's worth of time; keep well inside 90 min.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build images deps run test unit e2e vet clean
+
+all: build images
+
+# Runtime packages berth drives: containerd, runc, the CNI plugins, iptables for
+# port mappings, and busybox-static for the example and test images.
+deps:
+	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || \
+	    [ ! -x /usr/lib/cni/bridge ] || [ ! -x $(BUSYBOX) ] || ! command -v iptables >/dev/null; then \
+		echo "installing containerd, runc, CNI plugins, iptables and busybox-static"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			containerd runc containernetworking-plugins iptables busybox-static; \
+	fi
+
+build:
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/berth ./cmd/berth
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/berth-pause ./cmd/berth-pause
+
+# OCI tarballs built locally from berth-pause and Debian's busybox-static:
+# nothing is fetched from a registry.
+images: build deps
+	$(GO) run ./hack/mkimage -pause-binary $(BIN)/berth-pause -busybox $(BUSYBOX) -out $(BIN)/images
+
+run: deps build images
+	mkdir -p $(ROOT_DIR)/images
+	cp $(BIN)/images/busybox.tar $(ROOT_DIR)/images/
+	$(BIN)/berth run --root-dir $(ROOT_DIR) --pod-manifest-path $(CURDIR)/examples
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+unit:
+	$(GO) test ./internal/... ./cmd/...
+
+# The end-to-end tests run berth's own binaries against a real, managed containerd.
+e2e: deps build
+	BERTH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
+
+test: deps build vet
+	BERTH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,125 @@
+// Package agent wires berth together and owns its start-up and shutdown
+// order: runtime first (managed containerd, images, CNI), then the pieces
+// that use it (pod workers, PLEG, pod source, local API), and the sync loop
+// that routes events between them.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/cm"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/kuberuntime"
+	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/podsource"
+	"github.com/berth-dev/berth/internal/podworker"
+	"github.com/berth-dev/berth/internal/server"
+	"github.com/berth-dev/berth/internal/status"
+	"github.com/berth-dev/berth/internal/volume"
+)
+
+// shutdownTimeout bounds each step of an orderly shutdown.
+const shutdownTimeout = 30 * time.Second
+
+// Run runs berth until ctx is done. Pods keep running after it returns.
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	for _, dir := range []string{cfg.RootDir, cfg.PodLogsDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	rt, err := startRuntime(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer rt.stop(log)
+
+	clk := clock.RealClock{}
+	dns, err := kuberuntime.HostDNSConfig("/etc/resolv.conf")
+	if err != nil {
+		log.Warn("reading the host's DNS configuration failed; pods get none", "err", err)
+	}
+	capacity, err := cm.MachineCapacity("/proc/meminfo", cfg.MaxPods)
+	if err != nil {
+		return err
+	}
+	nodeHosts, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		log.Warn("reading the node's /etc/hosts failed; host-network pods get an empty one", "err", err)
+	}
+	statuses := status.NewManager()
+	workers := podworker.NewWorkers(ctx, podworker.Deps{
+		Runtime:         rt.cri,
+		Volumes:         volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
+		Status:          statuses,
+		Clock:           clk,
+		Log:             log,
+		NodeName:        cfg.NodeName,
+		HostIP:          network.HostIP(),
+		PodLogsDir:      cfg.PodLogsDir,
+		DNS:             dns,
+		NodeAllocatable: capacity,
+		NodeHosts:       nodeHosts,
+		RuntimeName:     rt.name,
+	})
+	defer workers.Stop()
+
+	relist := pleg.New(rt.cri, cfg.RelistPeriod, clk, log)
+	loop := &syncLoop{
+		cfg:      cfg,
+		log:      log,
+		workers:  workers,
+		statuses: statuses,
+		pleg:     relist,
+		desired:  map[string]*podEntry{},
+		runtime:  map[string]pleg.Event{},
+	}
+
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	plegEvents := make(chan pleg.Event, 128)
+	bg.Go(func() { relist.Run(ctx, plegEvents) })
+	if rt.watchEvents != nil {
+		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })
+	}
+	snapshots := make(chan podsource.Snapshot, 1)
+	source := podsource.NewDir(cfg.StaticPodPath, cfg.NodeName, cfg.FileCheckFrequency, clk, log)
+	bg.Go(func() {
+		if err := source.Run(ctx, snapshots); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("manifest source stopped", "dir", cfg.StaticPodPath, "err", err)
+		}
+	})
+	if cfg.ReadOnlyPort != 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
+		// Listening here makes a port already in use a start-up error.
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("local API: %w", err)
+		}
+		srv := server.New(addr, &apiSource{loop: loop, cri: rt.cri}, log)
+		bg.Go(func() {
+			if err := srv.Serve(ctx, ln); err != nil {
+				log.Error("local API stopped", "err", err)
+			}
+		})
+	}
+	log.Info("berth is running", "node", cfg.NodeName, "manifests", cfg.StaticPodPath,
+		"runtime", rt.endpoint, "rootDir", cfg.RootDir)
+	loop.run(ctx, snapshots, plegEvents)
+	log.Info("berth is stopping; pods keep running")
+	return nil
+}

@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/imagebuild"
+	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/runtime/containerd"
+)
+
+// runtimeHandle is the container runtime berth talks to, and what berth must
+// undo at shutdown.
+type runtimeHandle struct {
+	cri      *runtime.Service
+	name     string // runtime name for container IDs, e.g. "containerd"
+	endpoint string
+	managed  *containerd.Managed
+	// watchEvents streams the runtime's own events, calling notify for each;
+	// nil when the runtime offers none (the relist still covers it).
+	watchEvents func(ctx context.Context, notify func())
+}
+
+// startRuntime connects to the configured CRI endpoint or, with none, starts
+// berth's managed containerd with berth's CNI network, pause image and the
+// image tarballs in <root>/images.
+func startRuntime(ctx context.Context, cfg *config.Config, log *slog.Logger) (*runtimeHandle, error) {
+	h := &runtimeHandle{endpoint: cfg.ContainerRuntimeEndpoint}
+	if h.endpoint == "" {
+		if err := h.startManaged(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	cri, err := runtime.Dial(ctx, h.endpoint)
+	if err != nil {
+		h.stop(log)
+		return nil, err
+	}
+	h.cri = cri
+	v, err := cri.Version(ctx)
+	if err != nil {
+		h.stop(log)
+		return nil, fmt.Errorf("runtime version: %w", err)
+	}
+	h.name = v.RuntimeName
+	log.Info("container runtime ready", "runtime", v.RuntimeName, "version", v.RuntimeVersion, "endpoint", h.endpoint)
+	if h.managed != nil {
+		address := h.managed.Address()
+		h.watchEvents = func(ctx context.Context, notify func()) {
+			err := containerd.WatchTasks(ctx, address, log, func(containerd.TaskEvent) { notify() })
+			if err != nil && ctx.Err() == nil {
+				log.Warn("containerd event stream stopped; relying on relist", "err", err)
+			}
+		}
+	}
+	return h, nil
+}
+
+func (h *runtimeHandle) startManaged(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	cniConfDir := filepath.Join(cfg.RootDir, "cni", "net.d")
+	err := network.WriteConfList(cniConfDir, network.Bridge{
+		Name:      "berth",
+		Interface: cfg.CNIBridge,
+		PodCIDR:   cfg.PodCIDR,
+		IPAMDir:   filepath.Join(cfg.RootDir, "cni", "ipam"),
+	})
+	if err != nil {
+		return err
+	}
+	m, err := containerd.Start(ctx, containerd.Options{
+		RootDir:      cfg.RootDir,
+		CNIConfDir:   cniConfDir,
+		SandboxImage: imagebuild.PauseImageRef,
+		Log:          log,
+	})
+	if err != nil {
+		return fmt.Errorf("start managed containerd: %w", err)
+	}
+	h.managed = m
+	h.endpoint = m.Endpoint()
+
+	pause, err := imagebuild.PauseImage(cfg.PauseBinary)
+	if err != nil {
+		h.stop(log)
+		return fmt.Errorf("build the pause image from %s: %w", cfg.PauseBinary, err)
+	}
+	if err := containerd.ImportImage(ctx, m.Address(), m.Snapshotter(), imagebuild.PauseImageRef, pause); err != nil {
+		h.stop(log)
+		return fmt.Errorf("import the pause image: %w", err)
+	}
+	imported, errs := containerd.ImportDir(ctx, m.Address(), m.Snapshotter(), filepath.Join(cfg.RootDir, "images"), log)
+	for _, err := range errs {
+		log.Error("image import failed", "err", err)
+	}
+	if len(imported) > 0 {
+		log.Info("imported images", "images", imported)
+	}
+	return nil
+}
+
+// stop closes the CRI connection and stops the managed containerd if berth
+// started it. Containers keep running: their shims outlive containerd.
+func (h *runtimeHandle) stop(log *slog.Logger) {
+	if h.cri != nil {
+		h.cri.Close()
+	}
+	if h.managed == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := h.managed.Stop(ctx); err != nil {
+		log.Warn("stopping managed containerd failed", "err", err)
+	}
+}
