@@ -44,7 +44,8 @@ func NewDir(dir, nodeName string, resync time.Duration, clk clock.Clock, log *sl
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Dir{dir: filepath.Clean(dir), nodeName: nodeName, resync: resync, clk: clk, log: log.With("dir", dir)}
+	dir = filepath.Clean(dir)
+	return &Dir{dir: dir, nodeName: nodeName, resync: resync, clk: clk, log: log.With("dir", dir)}
 }
 
 // Run sends a Snapshot on out at start and then whenever the result

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -221,22 +220,3 @@ func TestDirResync(t *testing.T) {
 		return hasPods("db-node-1", "web-node-1")(s) && s.Pods[1].UID != uid
 	})
 }
-
-func TestDirKeepsOnlyNewestSnapshot(t *testing.T) {
-	dir := t.TempDir()
-	h := startDir(t, dir)
-	// Nobody reads the initial snapshot while the directory changes twice.
-	writeAtomically(t, filepath.Join(dir, "a.yaml"), podManifest("a", "busybox"))
-	<-h.armed
-	h.clk.Step(debounce)
-	writeAtomically(t, filepath.Join(dir, "b.yaml"), podManifest("b", "busybox"))
-	<-h.armed
-	h.clk.Step(debounce)
-	// The first snapshot read may be any of them, but the stale ones must not
-	// queue up behind the newest: at most the one in flight precedes it.
-	if _, skipped := h.next("both pods", hasPods("a-node-1", "b-node-1")); skipped > 1 {
-		t.Errorf("%d stale snapshots delivered, want at most 1", skipped)
-	}
-}
-
-var _ = v1.PodPending

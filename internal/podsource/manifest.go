@@ -57,22 +57,20 @@ func location(path string, index, line int) string {
 // staticPod takes one document through decoding, the static identity,
 // defaulting and validation. Both results are nil for an empty document.
 func staticPod(doc document, path, nodeName string) (*v1.Pod, *ManifestError) {
-	fail := func(h *header, err error) *ManifestError {
+	pod, h, err := decodeDocument(doc)
+	fail := func(err error) *ManifestError {
 		e := fileError(path, nodeName, err)
 		e.Line = doc.contentLine()
-		if h != nil {
-			if h.Metadata.Namespace != "" {
-				e.Namespace = h.Metadata.Namespace
-			}
-			if h.Metadata.Name != "" {
-				e.Name = staticPodName(h.Metadata.Name, nodeName)
-			}
+		if h.Namespace != "" {
+			e.Namespace = h.Namespace
+		}
+		if h.Name != "" {
+			e.Name = staticPodName(h.Name, nodeName)
 		}
 		return &e
 	}
-	h, pod, err := decodeDocument(doc)
 	if err != nil {
-		return nil, fail(h, err)
+		return nil, fail(err)
 	}
 	if pod == nil {
 		return nil, nil
@@ -82,12 +80,12 @@ func staticPod(doc document, path, nodeName string) (*v1.Pod, *ManifestError) {
 	pod.Status = v1.PodStatus{}
 	uid, err := staticPodUID(pod, path, nodeName)
 	if err != nil {
-		return nil, fail(h, err)
+		return nil, fail(err)
 	}
 	SetDefaults(pod)
 	applyStaticIdentity(pod, uid, nodeName)
 	if errs := Validate(pod); len(errs) > 0 {
-		return nil, fail(h, FieldErrors(errs))
+		return nil, fail(FieldErrors(errs))
 	}
 	return pod, nil
 }

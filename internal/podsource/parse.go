@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
@@ -61,61 +62,69 @@ func (d document) contentLine() int {
 	return 0
 }
 
-// header is what a document says about itself before it is known to be a
-// pod; it names a broken manifest in its error.
-type header struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
+// hint is what a document says about its pod's identity, read leniently so
+// that even a broken manifest's error can name the pod.
+type hint struct {
+	Name, Namespace string
 }
 
 // decodeDocument decodes one document into a pod, strictly: a duplicated or
 // unknown field is an error naming it, and anything but a v1 Pod is refused.
-// The header is returned when it decoded, even with an error; an empty
-// document yields neither pod nor error.
-func decodeDocument(doc document) (*header, *v1.Pod, error) {
+// An empty document yields neither pod nor error.
+func decodeDocument(doc document) (*v1.Pod, hint, error) {
 	js, err := yaml.YAMLToJSONStrict(doc.data)
 	if err != nil {
-		return nil, nil, yamlError(err, doc.line)
+		return nil, hint{}, yamlError(err, doc.line)
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return nil, nil, nil
+		return nil, hint{}, nil
 	}
 	if kind := jsonKind(js); kind != "mapping" {
-		return nil, nil, fmt.Errorf("expected a Pod, found a %s", kind)
+		return nil, hint{}, fmt.Errorf("expected a Pod, found a %s", kind)
 	}
-	var h header
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &h); err != nil {
-		return nil, nil, err
+	h := readHint(js)
+	var tm metav1.TypeMeta
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(js, &tm); err != nil {
+		return nil, h, err
 	}
 	var errs field.ErrorList
 	switch {
-	case h.APIVersion == "":
+	case tm.APIVersion == "":
 		errs = append(errs, field.Required(field.NewPath("apiVersion"), ""))
-	case h.APIVersion != "v1":
-		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), h.APIVersion, []string{"v1"}))
+	case tm.APIVersion != "v1":
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), tm.APIVersion, []string{"v1"}))
 	}
 	switch {
-	case h.Kind == "":
+	case tm.Kind == "":
 		errs = append(errs, field.Required(field.NewPath("kind"), ""))
-	case h.Kind != "Pod":
-		errs = append(errs, field.NotSupported(field.NewPath("kind"), h.Kind, []string{"Pod"}))
+	case tm.Kind != "Pod":
+		errs = append(errs, field.NotSupported(field.NewPath("kind"), tm.Kind, []string{"Pod"}))
 	}
 	if len(errs) > 0 {
-		return &h, nil, FieldErrors(errs)
+		return nil, h, FieldErrors(errs)
 	}
 	pod := &v1.Pod{}
 	strict, err := sigsjson.UnmarshalStrict(js, pod, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return &h, nil, err
+		return nil, h, err
 	}
 	if len(strict) > 0 {
-		return &h, nil, utilerrors.NewAggregate(strict)
+		return nil, h, utilerrors.NewAggregate(strict)
 	}
-	return &h, pod, nil
+	return pod, h, nil
+}
+
+// readHint reads metadata.name and metadata.namespace if they are strings.
+func readHint(js []byte) hint {
+	var doc struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if sigsjson.UnmarshalCaseSensitivePreserveInts(js, &doc) != nil {
+		return hint{}
+	}
+	name, _ := doc.Metadata["name"].(string)
+	namespace, _ := doc.Metadata["namespace"].(string)
+	return hint{Name: name, Namespace: namespace}
 }
 
 // jsonKind names the kind of a JSON value by its first byte.

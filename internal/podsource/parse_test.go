@@ -60,7 +60,7 @@ func TestDecodeDocument(t *testing.T) {
 		line    int
 		wantPod bool
 		wantErr string
-		// wantName is the header's name, "" when the header did not decode.
+		// wantName is the name hinted at, "" when there is none.
 		wantName string
 	}{
 		{name: "pod", in: podYAML, wantPod: true, wantName: "web"},
@@ -83,13 +83,17 @@ func TestDecodeDocument(t *testing.T) {
 			wantErr: `json: cannot unmarshal number into Go struct field EnvVar.spec.containers.env.value of type string`},
 		{name: "a string", in: "hello world\n", wantErr: `expected a Pod, found a string`},
 		{name: "a list", in: "- a\n- b\n", wantErr: `expected a Pod, found a list`},
+		{name: "metadata not a mapping", in: "apiVersion: v1\nkind: Pod\nmetadata: web\n",
+			wantErr: `json: cannot unmarshal string into Go struct field Pod.metadata of type v1.ObjectMeta`},
+		{name: "apiVersion not a string", in: "apiVersion: 1\nkind: Pod\nmetadata: {name: web}\n", wantName: "web",
+			wantErr: `json: cannot unmarshal number into Go struct field TypeMeta.apiVersion of type string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			line := tc.line
 			if line == 0 {
 				line = 1
 			}
-			h, pod, err := decodeDocument(document{data: []byte(tc.in), line: line})
+			pod, h, err := decodeDocument(document{data: []byte(tc.in), line: line})
 			if (pod != nil) != tc.wantPod {
 				t.Errorf("pod = %v, want one: %v", pod, tc.wantPod)
 			}
@@ -99,12 +103,8 @@ func TestDecodeDocument(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr):
 				t.Errorf("error\n %v\nwant\n %s", err, tc.wantErr)
 			}
-			var name string
-			if h != nil {
-				name = h.Metadata.Name
-			}
-			if name != tc.wantName {
-				t.Errorf("header name %q, want %q", name, tc.wantName)
+			if h.Name != tc.wantName {
+				t.Errorf("hinted name %q, want %q", h.Name, tc.wantName)
 			}
 		})
 	}

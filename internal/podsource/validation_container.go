@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-const initOnlyDetail = "may not be set for init containers without restartPolicy=Always"
-
 // validateContainers checks init and app containers; their names share one
 // namespace.
 func validateContainers(spec *v1.PodSpec, volumes map[string]bool, fldPath *field.Path) field.ErrorList {
@@ -24,37 +22,20 @@ func validateContainers(spec *v1.PodSpec, volumes map[string]bool, fldPath *fiel
 		names[c.Name] = true
 	}
 	seen := map[string]bool{}
+	// Sidecars run beside the app containers; other init containers alone.
+	var together []placedContainer
 
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		p := fldPath.Child("initContainers").Index(i)
 		errs = append(errs, validateContainerName(c.Name, seen, p.Child("name"))...)
 		errs = append(errs, validateContainer(c, spec, volumes, names, p)...)
-		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-		if c.RestartPolicy != nil && !sidecar {
-			errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy,
-				[]v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-		}
-		if sidecar {
-			errs = append(errs, validateProbes(c, p)...)
-			errs = append(errs, validateLifecycle(c.Lifecycle, spec.TerminationGracePeriodSeconds, p.Child("lifecycle"))...)
+		errs = append(errs, validateInitContainer(c, spec.TerminationGracePeriodSeconds, p)...)
+		if isSidecar(c) {
+			together = append(together, placedContainer{c, p})
 		} else {
-			for _, f := range []struct {
-				name string
-				set  bool
-			}{
-				{"livenessProbe", c.LivenessProbe != nil},
-				{"readinessProbe", c.ReadinessProbe != nil},
-				{"startupProbe", c.StartupProbe != nil},
-				{"lifecycle", c.Lifecycle != nil},
-			} {
-				if f.set {
-					errs = append(errs, field.Forbidden(p.Child(f.name), initOnlyDetail))
-				}
-			}
+			errs = append(errs, validateHostPortConflicts([]placedContainer{{c, p}})...)
 		}
-		// Init containers run one at a time, so each may reuse host ports.
-		errs = append(errs, validateHostPortConflicts(spec.InitContainers[i:i+1], fldPath.Child("initContainers"))...)
 	}
 
 	if len(spec.Containers) == 0 {
@@ -63,6 +44,7 @@ func validateContainers(spec *v1.PodSpec, volumes map[string]bool, fldPath *fiel
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
 		p := fldPath.Child("containers").Index(i)
+		together = append(together, placedContainer{c, p})
 		errs = append(errs, validateContainerName(c.Name, seen, p.Child("name"))...)
 		errs = append(errs, validateContainer(c, spec, volumes, names, p)...)
 		errs = append(errs, validateProbes(c, p)...)
@@ -71,7 +53,41 @@ func validateContainers(spec *v1.PodSpec, volumes map[string]bool, fldPath *fiel
 			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
 		}
 	}
-	return append(errs, validateHostPortConflicts(spec.Containers, fldPath.Child("containers"))...)
+	return append(errs, validateHostPortConflicts(together)...)
+}
+
+// validateInitContainer checks what is particular to init containers: only
+// a sidecar (restartPolicy Always) keeps running, so only it may have probes
+// and hooks.
+func validateInitContainer(c *v1.Container, gracePeriod *int64, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	sidecar := isSidecar(c)
+	if c.RestartPolicy != nil && !sidecar {
+		errs = append(errs, field.NotSupported(fldPath.Child("restartPolicy"), *c.RestartPolicy,
+			[]v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
+	}
+	if sidecar {
+		errs = append(errs, validateProbes(c, fldPath)...)
+		return append(errs, validateLifecycle(c.Lifecycle, gracePeriod, fldPath.Child("lifecycle"))...)
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"livenessProbe", c.LivenessProbe != nil},
+		{"readinessProbe", c.ReadinessProbe != nil},
+		{"startupProbe", c.StartupProbe != nil},
+		{"lifecycle", c.Lifecycle != nil},
+	} {
+		if f.set {
+			errs = append(errs, field.Forbidden(fldPath.Child(f.name), "may not be set for init containers without restartPolicy=Always"))
+		}
+	}
+	return errs
+}
+
+func isSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 }
 
 func validateContainerName(name string, seen map[string]bool, fldPath *field.Path) field.ErrorList {
@@ -171,19 +187,25 @@ func validateContainerPorts(ports []v1.ContainerPort, hostNetwork bool, fldPath 
 	return errs
 }
 
+// placedContainer is a container and where it is in the pod.
+type placedContainer struct {
+	c    *v1.Container
+	path *field.Path
+}
+
 // validateHostPortConflicts refuses two ports of containers that run at the
 // same time asking for the same host IP, protocol and port.
-func validateHostPortConflicts(containers []v1.Container, fldPath *field.Path) field.ErrorList {
+func validateHostPortConflicts(group []placedContainer) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
-	for i, c := range containers {
-		for j, port := range c.Ports {
+	for _, pc := range group {
+		for j, port := range pc.c.Ports {
 			if port.HostPort == 0 {
 				continue
 			}
 			key := fmt.Sprintf("%s/%s/%d", port.HostIP, port.Protocol, port.HostPort)
 			if seen[key] {
-				errs = append(errs, field.Duplicate(fldPath.Index(i).Child("ports").Index(j).Child("hostPort"), key))
+				errs = append(errs, field.Duplicate(pc.path.Child("ports").Index(j).Child("hostPort"), key))
 			}
 			seen[key] = true
 		}

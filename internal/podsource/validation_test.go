@@ -85,7 +85,9 @@ func TestValidate(t *testing.T) {
 		{"container name", func(p *v1.Pod) { web(p).Name = "Web" }, []string{"spec.containers[0].name: Invalid value", "spec.containers[0].env[3].valueFrom.resourceFieldRef.containerName: Not found"}},
 		{"container name empty", func(p *v1.Pod) { p.Spec.InitContainers[0].Name = "" }, []string{"spec.initContainers[0].name: Required value"}},
 		{"duplicate across init and app", func(p *v1.Pod) { web(p).Name = "migrate"; web(p).Env = nil }, []string{"spec.containers[0].name: Duplicate value"}},
-		{"duplicate app", func(p *v1.Pod) { p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "web", Image: "x", ImagePullPolicy: "Always", TerminationMessagePolicy: "File"}) }, []string{"spec.containers[1].name: Duplicate value"}},
+		{"duplicate app", func(p *v1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "web", Image: "x", ImagePullPolicy: "Always", TerminationMessagePolicy: "File"})
+		}, []string{"spec.containers[1].name: Duplicate value"}},
 		{"no image", func(p *v1.Pod) { web(p).Image = "" }, []string{"spec.containers[0].image: Required value"}},
 		{"image whitespace", func(p *v1.Pod) { web(p).Image = " busybox" }, []string{"spec.containers[0].image: Invalid value"}},
 		{"pull policy", func(p *v1.Pod) { web(p).ImagePullPolicy = "Sometimes" }, []string{"spec.containers[0].imagePullPolicy: Unsupported value"}},
@@ -109,6 +111,15 @@ func TestValidate(t *testing.T) {
 			p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "two", Image: "x", ImagePullPolicy: "Always", TerminationMessagePolicy: "File",
 				Ports: []v1.ContainerPort{{ContainerPort: 8081, HostPort: 80, Protocol: "TCP"}}})
 		}, []string{"spec.containers[1].ports[0].hostPort: Duplicate value"}},
+		{"host port conflict in one init container", func(p *v1.Pod) {
+			p.Spec.InitContainers[0].Ports = []v1.ContainerPort{{ContainerPort: 1, HostPort: 80, Protocol: "TCP"}, {ContainerPort: 2, HostPort: 80, Protocol: "TCP"}}
+		}, []string{"spec.initContainers[0].ports[1].hostPort: Duplicate value"}},
+		{"an init container may reuse a host port", func(p *v1.Pod) {
+			p.Spec.InitContainers[0].Ports = []v1.ContainerPort{{ContainerPort: 1, HostPort: 80, Protocol: "TCP"}}
+		}, nil},
+		{"a sidecar runs beside the app containers", func(p *v1.Pod) {
+			p.Spec.InitContainers[1].Ports = []v1.ContainerPort{{ContainerPort: 1, HostPort: 80, Protocol: "TCP"}}
+		}, []string{"spec.containers[0].ports[0].hostPort: Duplicate value"}},
 
 		// Environment.
 		{"env name", func(p *v1.Pod) { web(p).Env[0].Name = "A=B" }, []string{"spec.containers[0].env[0].name: Invalid value"}},
@@ -148,14 +159,20 @@ func TestValidate(t *testing.T) {
 		{"volume name", func(p *v1.Pod) { p.Spec.Volumes[0].Name = "Cache"; web(p).VolumeMounts[0].Name = "Cache" }, []string{"spec.volumes[0].name: Invalid value"}},
 		{"volume duplicate", func(p *v1.Pod) { p.Spec.Volumes[1].Name = "cache" }, []string{"spec.volumes[1].name: Duplicate value", "spec.containers[0].volumeMounts[1].name: Not found"}},
 		{"volume two sources", func(p *v1.Pod) { p.Spec.Volumes[1].EmptyDir = &v1.EmptyDirVolumeSource{} }, []string{"spec.volumes[1].emptyDir: Forbidden"}},
-		{"volume configMap", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}} }, []string{"spec.volumes[0].configMap: Forbidden"}},
+		{"volume configMap", func(p *v1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}
+		}, []string{"spec.volumes[0].configMap: Forbidden"}},
 		{"volume secret", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{Secret: &v1.SecretVolumeSource{}} }, []string{"spec.volumes[0].secret: Forbidden"}},
-		{"volume projected", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}} }, []string{"spec.volumes[0].projected: Forbidden"}},
+		{"volume projected", func(p *v1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}
+		}, []string{"spec.volumes[0].projected: Forbidden"}},
 		{"volume pvc", func(p *v1.Pod) {
 			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}
 		}, []string{"spec.volumes[0].persistentVolumeClaim: Forbidden"}},
 		{"volume nfs", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{NFS: &v1.NFSVolumeSource{}} }, []string{"spec.volumes[0].nfs: Forbidden"}},
-		{"volume downwardAPI", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}} }, []string{"spec.volumes[0].downwardAPI: Forbidden"}},
+		{"volume downwardAPI", func(p *v1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}
+		}, []string{"spec.volumes[0].downwardAPI: Forbidden"}},
 		{"volume without source", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{} }, []string{"spec.volumes[0]: Required value"}},
 		{"hostPath relative", func(p *v1.Pod) { p.Spec.Volumes[1].HostPath.Path = "var/log" }, []string{"spec.volumes[1].hostPath.path: Invalid value"}},
 		{"hostPath backsteps", func(p *v1.Pod) { p.Spec.Volumes[1].HostPath.Path = "/var/../etc" }, []string{"spec.volumes[1].hostPath.path: Invalid value"}},
@@ -174,7 +191,9 @@ func TestValidate(t *testing.T) {
 		{"probe with two handlers", func(p *v1.Pod) { web(p).LivenessProbe.Exec = &v1.ExecAction{Command: []string{"x"}} }, []string{"spec.containers[0].livenessProbe.httpGet: Forbidden"}},
 		{"liveness success threshold", func(p *v1.Pod) { web(p).LivenessProbe.SuccessThreshold = 2 }, []string{"spec.containers[0].livenessProbe.successThreshold: Invalid value"}},
 		{"negative period", func(p *v1.Pod) { web(p).StartupProbe.PeriodSeconds = -1 }, []string{"spec.containers[0].startupProbe.periodSeconds: Invalid value"}},
-		{"readiness grace period", func(p *v1.Pod) { p.Spec.InitContainers[1].ReadinessProbe.TerminationGracePeriodSeconds = ptr.To[int64](5) }, []string{"spec.initContainers[1].readinessProbe.terminationGracePeriodSeconds: Invalid value"}},
+		{"readiness grace period", func(p *v1.Pod) {
+			p.Spec.InitContainers[1].ReadinessProbe.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		}, []string{"spec.initContainers[1].readinessProbe.terminationGracePeriodSeconds: Invalid value"}},
 		{"exec without command", func(p *v1.Pod) { web(p).StartupProbe.Exec.Command = nil }, []string{"spec.containers[0].startupProbe.exec.command: Required value"}},
 		{"http port name", func(p *v1.Pod) { web(p).LivenessProbe.HTTPGet.Port = intstr.FromString("no_such") }, []string{"spec.containers[0].livenessProbe.httpGet.port: Invalid value"}},
 		{"http scheme", func(p *v1.Pod) { web(p).LivenessProbe.HTTPGet.Scheme = "FTP" }, []string{"spec.containers[0].livenessProbe.httpGet.scheme: Unsupported value"}},
@@ -206,6 +225,20 @@ func TestValidate(t *testing.T) {
 			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
 		}, []string{"spec.ephemeralContainers: Forbidden"}},
 		{"node name", func(p *v1.Pod) { p.Spec.NodeName = "Node_1" }, []string{"spec.nodeName: Invalid value"}},
+		{"fs group", func(p *v1.Pod) { p.Spec.SecurityContext.FSGroup = ptr.To[int64](-5) }, []string{"spec.securityContext.fsGroup: Invalid value"}},
+		{"no restart policy", func(p *v1.Pod) { p.Spec.RestartPolicy = "" }, []string{"spec.restartPolicy: Required value"}},
+		{"dns search", func(p *v1.Pod) { p.Spec.DNSConfig.Searches = []string{"bad_domain"} }, []string{"spec.dnsConfig.searches[0]: Invalid value"}},
+		{"preemption policy", func(p *v1.Pod) { p.Spec.PreemptionPolicy = ptr.To(v1.PreemptionPolicy("Always")) }, []string{"spec.preemptionPolicy: Unsupported value"}},
+		{"emptyDir size", func(p *v1.Pod) { p.Spec.Volumes[0].EmptyDir.SizeLimit = ptr.To(resource.MustParse("-1Gi")) }, []string{"spec.volumes[0].emptyDir.sizeLimit: Forbidden"}},
+		{"subPathExpr with subPath", func(p *v1.Pod) { web(p).VolumeMounts[1].SubPathExpr = "$(POD)" }, []string{"spec.containers[0].volumeMounts[1].subPathExpr: Invalid value"}},
+		{"recursive read-only on a writable mount", func(p *v1.Pod) { web(p).VolumeMounts[0].RecursiveReadOnly = ptr.To(v1.RecursiveReadOnlyEnabled) }, []string{"spec.containers[0].volumeMounts[0].recursiveReadOnly: Forbidden"}},
+		{"annotation subscript", func(p *v1.Pod) { web(p).Env[2].ValueFrom.FieldRef.FieldPath = "metadata.annotations['Team/Owner']" }, nil},
+		{"subscript on a plain field", func(p *v1.Pod) { web(p).Env[2].ValueFrom.FieldRef.FieldPath = "spec.nodeName['x']" }, []string{"spec.containers[0].env[2].valueFrom.fieldRef.fieldPath: Invalid value"}},
+		{"cpu divisor", func(p *v1.Pod) {
+			r := web(p).Env[3].ValueFrom.ResourceFieldRef
+			r.Resource, r.Divisor = "requests.cpu", resource.MustParse("1Mi")
+		}, []string{"spec.containers[0].env[3].valueFrom.resourceFieldRef.divisor: Invalid value"}},
+		{"stop signal", func(p *v1.Pod) { web(p).Lifecycle.StopSignal = ptr.To(v1.SIGTERM) }, []string{"spec.containers[0].lifecycle.stopSignal: Forbidden"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := validPod()

@@ -83,7 +83,7 @@ func (w *watch) reconcile() {
 
 func (w *watch) fail(msg string, err error, args ...any) {
 	if !w.warned {
-		w.log.Warn(msg, append([]any{"dir", w.dir, "err", err}, args...)...)
+		w.log.Warn(msg, append([]any{"err", err}, args...)...)
 		w.warned = true
 	}
 }
