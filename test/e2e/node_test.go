@@ -1,0 +1,454 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/imagebuild"
+	"github.com/berth-dev/berth/internal/runtime"
+)
+
+const (
+	busyboxPath = "/bin/busybox"
+	busybox     = imagebuild.BusyboxImageRef
+	nodeName    = "e2e-node"
+)
+
+// node is one berth under test, with its own root dir, containerd, bridge,
+// pod CIDR and API port. Cleanup removes everything it created.
+type node struct {
+	t         testing.TB
+	root      string
+	manifests string
+	podLogs   string
+	port      int
+	bridge    string
+	cidr      string
+	pid       int // berth's; 0 when not running
+	exited    chan struct{}
+	logFile   *os.File
+	cri       *runtime.Service
+}
+
+// startNode starts berth on a fresh root dir and waits until its API answers.
+func startNode(t testing.TB) *node {
+	t.Helper()
+	root, err := os.MkdirTemp("/tmp", "berth-e2e-") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{
+		t:         t,
+		root:      root,
+		manifests: filepath.Join(root, "manifests"),
+		podLogs:   filepath.Join(root, "pod-logs"),
+		port:      freePort(t),
+		bridge:    fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
+		cidr:      fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
+	}
+	t.Cleanup(n.cleanup)
+	for _, d := range []string{n.manifests, filepath.Join(root, "images")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img, err := imagebuild.BusyboxImage(busyboxPath)
+	if err != nil {
+		t.Fatalf("build busybox image: %v", err)
+	}
+	if err := imagebuild.WriteTarball(filepath.Join(root, "images", "busybox.tar"), busybox, img); err != nil {
+		t.Fatalf("write busybox image: %v", err)
+	}
+	n.start()
+	return n
+}
+
+func (n *node) start() {
+	t := n.t
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(n.root, "berth.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.logFile = f
+	cmd := exec.Command(filepath.Join(bins, "berth"), "run",
+		"--root-dir", n.root,
+		"--pod-manifest-path", n.manifests,
+		"--pod-logs-dir", n.podLogs,
+		"--node-name", nodeName,
+		"--read-only-port", strconv.Itoa(n.port),
+		"--pod-cidr", n.cidr,
+		"--cni-bridge", n.bridge,
+		"--pause-binary", filepath.Join(bins, "berth-pause"),
+		"--file-check-frequency", "5s",
+		"--log-level", "debug",
+	)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start berth: %v", err)
+	}
+	n.pid = cmd.Process.Pid
+	n.exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // reaps berth whoever stops it
+		close(n.exited)
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case <-n.exited:
+			n.pid = 0
+			t.Fatalf("berth exited during start-up\n%s", n.logTail())
+		default:
+		}
+		if _, err := n.get("/healthz"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("berth's API did not answer within 90s\n%s", n.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n.cri == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cri, err := runtime.Dial(ctx, "unix://"+filepath.Join(n.root, "containerd", "containerd.sock"))
+		if err != nil {
+			t.Fatalf("connect to berth's containerd: %v", err)
+		}
+		n.cri = cri
+	}
+}
+
+// stop stops berth gracefully; pods keep running.
+func (n *node) stop() {
+	n.signal(syscall.SIGTERM)
+}
+
+// kill9 kills berth with SIGKILL, as a crash would.
+func (n *node) kill9() {
+	n.signal(syscall.SIGKILL)
+}
+
+func (n *node) signal(sig syscall.Signal) {
+	if n.pid <= 0 { // never signal pid 0 or -1: that is a process group or everyone
+		return
+	}
+	_ = syscall.Kill(n.pid, sig)
+	select {
+	case <-n.exited:
+	case <-time.After(time.Minute):
+		n.t.Errorf("berth (pid %d) did not exit within a minute of %v", n.pid, sig)
+		_ = syscall.Kill(n.pid, syscall.SIGKILL)
+		<-n.exited
+	}
+	n.pid = 0
+	if n.logFile != nil {
+		n.logFile.Close()
+		n.logFile = nil
+	}
+}
+
+// cleanup stops berth, removes every sandbox of this node's containerd,
+// stops that containerd and removes what is left on the host: mounts, the
+// bridge and the root dir.
+func (n *node) cleanup() {
+	t := n.t
+	if t.Failed() {
+		t.Logf("berth log (tail):\n%s", n.logTail())
+	}
+	// SIGKILL leaves berth's containerd running, so the sandboxes can be
+	// removed through it (a graceful stop would stop containerd too).
+	n.kill9()
+	if n.cri != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+		if err != nil {
+			t.Errorf("cleanup: list sandboxes: %v", err)
+		}
+		for _, sb := range sbs {
+			if err := n.cri.StopPodSandbox(ctx, sb.Id); err != nil {
+				t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
+			}
+			if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil {
+				t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
+			}
+		}
+		cancel()
+		n.cri.Close()
+	}
+	n.stopContainerd()
+	unmountUnder(t, n.root)
+	if err := exec.Command("ip", "link", "del", n.bridge).Run(); err != nil {
+		// The bridge exists only once a non-host-network pod ran.
+		t.Logf("cleanup: no bridge %s to delete", n.bridge)
+	}
+	if err := os.RemoveAll(n.root); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+}
+
+func (n *node) stopContainerd() {
+	data, err := os.ReadFile(filepath.Join(n.root, "containerd", "containerd.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 200 && alive(pid); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// alive reports whether pid runs; a zombie (containerd outlives the berth
+// that started it, and nobody may reap it) counts as gone.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(data), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+// unmountUnder unmounts every mount below dir, deepest first.
+func unmountUnder(t testing.TB, dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	var targets []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			targets = append(targets, f[4])
+		}
+	}
+	for i := len(targets) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(targets[i], syscall.MNT_DETACH); err != nil {
+			t.Errorf("cleanup: unmount %s: %v", targets[i], err)
+		}
+	}
+}
+
+func (n *node) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(n.root, "berth.log"))
+	if len(data) > 8000 {
+		data = data[len(data)-8000:]
+	}
+	return string(data)
+}
+
+func (n *node) url(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", n.port, path) }
+
+func (n *node) get(path string) ([]byte, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(n.url(path))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("GET %s: %s: %s", path, resp.Status, body)
+	}
+	return body, nil
+}
+
+// pods returns berth's /pods.
+func (n *node) pods() []v1.Pod {
+	n.t.Helper()
+	body, err := n.get("/pods")
+	if err != nil {
+		n.t.Fatalf("GET /pods: %v", err)
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(body, &list); err != nil {
+		n.t.Fatalf("decode /pods: %v", err)
+	}
+	return list.Items
+}
+
+// pod returns the pod with the static pod's full name (<name>-<node>), or nil.
+func (n *node) pod(name string) *v1.Pod {
+	for _, p := range n.pods() {
+		if p.Name == name+"-"+nodeName && p.DeletionTimestamp == nil {
+			return &p
+		}
+	}
+	return nil
+}
+
+func (n *node) writeManifest(file, content string) {
+	n.t.Helper()
+	// Write then rename, as editors and config tools do: berth must never see
+	// half a file.
+	tmp := filepath.Join(n.manifests, "."+file+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) removeManifest(file string) {
+	n.t.Helper()
+	if err := os.Remove(filepath.Join(n.manifests, file)); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// waitFor polls cond until it returns true or timeout passes; the last
+// description cond gave is in the failure.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		last = desc
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitRunning waits until the pod is Running with every container ready.
+func (n *node) waitRunning(name string, timeout time.Duration) *v1.Pod {
+	n.t.Helper()
+	var pod *v1.Pod
+	waitFor(n.t, timeout, name+" running and ready", func() (bool, string) {
+		pod = n.pod(name)
+		if pod == nil {
+			return false, "no such pod"
+		}
+		return pod.Status.Phase == v1.PodRunning && podReady(pod), describe(pod)
+	})
+	return pod
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func describe(p *v1.Pod) string {
+	data, _ := json.Marshal(p.Status)
+	return string(data)
+}
+
+// containers lists the runtime's containers of the pod with uid.
+func (n *node) containers(uid string) []*runtimeapi.Container {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{container.LabelPodUID: uid},
+	})
+	if err != nil {
+		n.t.Fatalf("list containers: %v", err)
+	}
+	return cs
+}
+
+// sandboxes lists the runtime's sandboxes of the pod with uid.
+func (n *node) sandboxes(uid string) []*runtimeapi.PodSandbox {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sbs, err := n.cri.ListPodSandboxes(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{container.LabelPodUID: uid},
+	})
+	if err != nil {
+		n.t.Fatalf("list sandboxes: %v", err)
+	}
+	return sbs
+}
+
+// exec runs cmd in the pod's container and returns its stdout.
+func (n *node) exec(pod *v1.Pod, name string, cmd ...string) string {
+	n.t.Helper()
+	id := containerID(n.t, pod, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stdout, stderr, code, err := n.cri.ExecSync(ctx, id, cmd, 10*time.Second)
+	if err != nil || code != 0 {
+		n.t.Fatalf("exec %v in %s: code %d, err %v, stderr %s", cmd, name, code, err, stderr)
+	}
+	return string(stdout)
+}
+
+// containerID returns the runtime ID of the named container from the pod's status.
+func containerID(t testing.TB, pod *v1.Pod, name string) string {
+	t.Helper()
+	for _, cs := range append(append([]v1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if cs.Name == name {
+			_, id, ok := strings.Cut(cs.ContainerID, "://")
+			if !ok {
+				t.Fatalf("container %s has no ID yet: %s", name, describe(pod))
+			}
+			return id
+		}
+	}
+	t.Fatalf("pod %s has no container %s", pod.Name, name)
+	return ""
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// berth runs the berth CLI against this node and returns its stdout.
+func (n *node) berth(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins, "berth"), args...)
+	cmd.Env = append(os.Environ(), "BERTH_SERVER="+n.url(""))
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), fmt.Errorf("%v: %s", err, ee.Stderr)
+	}
+	return string(out), err
+}
