@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // ConfListName is the file berth writes into the runtime's CNI conf dir.
@@ -64,14 +66,7 @@ func WriteConfList(dir string, b Bridge) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("CNI conf dir: %w", err)
 	}
-	tmp := filepath.Join(dir, "."+ConfListName+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write CNI conf: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, ConfListName)); err != nil {
-		return fmt.Errorf("write CNI conf: %w", err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(dir, ConfListName), data, 0o644)
 }
 
 // HostIP returns the node's primary address: the source address of the

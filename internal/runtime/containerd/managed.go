@@ -23,6 +23,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/imagebuild"
+
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // criNamespace is the containerd namespace the CRI plugin keeps its pods,
@@ -231,7 +233,7 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 	config := renderConfig(configParams{
 		Layout: l, SandboxImage: o.SandboxImage, CNIBinDir: o.CNIBinDir, CNIConfDir: o.CNIConfDir, Facts: facts,
 	})
-	if err := writeFileAtomic(l.Config, []byte(config), 0o644); err != nil {
+	if err := atomicfile.Write(l.Config, []byte(config), 0o644); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
 	// A socket left by a containerd that died would fool the readiness
@@ -278,7 +280,7 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 		_ = os.Remove(l.PIDFile)
 		return nil, fmt.Errorf("containerd: %w\n--- tail of %s:\n%s", err, l.Log, logTail(l.Log))
 	}
-	if err := writeFileAtomic(l.PIDFile, []byte(strconv.Itoa(m.pid)+"\n"), 0o644); err != nil {
+	if err := atomicfile.Write(l.PIDFile, []byte(strconv.Itoa(m.pid)+"\n"), 0o644); err != nil {
 		return fail(err)
 	}
 	stillRunning := func() bool {
