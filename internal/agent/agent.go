@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/cm"
@@ -82,8 +83,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		workers:  workers,
 		statuses: statuses,
 		pleg:     relist,
-		desired:  map[string]*podEntry{},
-		runtime:  map[string]pleg.Event{},
+		desired:  desiredSet{},
+		runtime:  map[types.UID]pleg.Event{},
 	}
 
 	var bg sync.WaitGroup
@@ -93,6 +94,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
+	bg.Go(func() { rt.supervise(ctx, log) })
 	if rt.watchEvents != nil {
 		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })
 	}

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 
@@ -16,13 +18,6 @@ import (
 	"github.com/berth-dev/berth/internal/status"
 )
 
-// podEntry is one desired pod, keyed by namespace/name.
-type podEntry struct {
-	pod *v1.Pod
-	// rejected is why the pod was not admitted, or "" when it runs.
-	rejected string
-}
-
 // syncLoop is the single owner of the desired pod set: it applies manifest
 // snapshots and PLEG events to the pod workers.
 type syncLoop struct {
@@ -34,11 +29,11 @@ type syncLoop struct {
 
 	// Owned by run; the mutex only guards reads from the local API.
 	mu          sync.RWMutex
-	desired     map[string]*podEntry
+	desired     desiredSet
 	manifestErr []podsource.ManifestError
 	sourceReady bool
 	// runtime is every pod the last relists saw, by UID.
-	runtime map[string]pleg.Event
+	runtime map[types.UID]pleg.Event
 }
 
 func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot, events <-chan pleg.Event) {
@@ -55,44 +50,29 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 	}
 }
 
-// applySnapshot diffs the new desired set against the old one: new UIDs
-// start, vanished UIDs are killed, and an edited manifest (same name, new
-// UID) is both.
+// applySnapshot moves the desired set to the new snapshot: new UIDs start,
+// vanished UIDs are killed, and an edited manifest (same name, new UID) is
+// both.
 func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
-	next := map[string]*podEntry{}
-	admitted := 0
-	for _, pod := range snap.Pods {
-		e := &podEntry{pod: pod}
-		if admitted >= int(l.cfg.MaxPods) {
-			e.rejected = "OutOfpods"
-		} else {
-			admitted++
-		}
-		next[key(pod)] = e
-	}
+	next := admit(snap, int(l.cfg.MaxPods))
 	l.mu.Lock()
 	prev := l.desired
 	l.desired, l.manifestErr, l.sourceReady = next, snap.Errors, true
 	l.mu.Unlock()
 
-	for k, old := range prev {
-		if cur, ok := next[k]; !ok || cur.pod.UID != old.pod.UID || cur.rejected != "" {
-			if old.rejected == "" {
-				l.log.Info("pod removed from manifests; killing it", "pod", k, "uid", old.pod.UID)
-				l.workers.Kill(old.pod.UID, old.pod.Name, old.pod.Namespace)
-			}
-		}
+	c := diff(prev, next)
+	for _, pod := range c.kill {
+		l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)
+		l.workers.Kill(pod.UID, pod.Name, pod.Namespace)
+	}
+	for _, pod := range c.start {
+		l.log.Info("pod added", "pod", key(pod), "uid", pod.UID)
+		l.workers.Update(pod)
 	}
 	for k, e := range next {
-		if e.rejected != "" {
+		if e.rejected != "" && (prev[k] == nil || prev[k].rejected == "") {
 			l.log.Warn("pod rejected", "pod", k, "reason", e.rejected, "maxPods", l.cfg.MaxPods)
-			continue
 		}
-		if old, ok := prev[k]; ok && old.pod.UID == e.pod.UID && old.rejected == "" {
-			continue
-		}
-		l.log.Info("pod added", "pod", k, "uid", e.pod.UID)
-		l.workers.Update(e.pod)
 	}
 	for _, me := range snap.Errors {
 		l.log.Error("invalid manifest", "err", me.Error())
@@ -103,9 +83,9 @@ func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
 // wants it (a manifest deleted while berth was down).
 func (l *syncLoop) applyEvent(ev pleg.Event) {
 	if ev.Gone {
-		delete(l.runtime, string(ev.UID))
+		delete(l.runtime, ev.UID)
 	} else {
-		l.runtime[string(ev.UID)] = ev
+		l.runtime[ev.UID] = ev
 	}
 	if l.workers.Has(ev.UID) {
 		l.workers.Notify(ev.UID)
@@ -122,19 +102,34 @@ func (l *syncLoop) killOrphans() {
 	if !l.sourceReady {
 		return
 	}
+	uids := make([]types.UID, 0, len(l.runtime))
+	for uid := range l.runtime {
+		uids = append(uids, uid)
+	}
+	for _, uid := range orphans(l.desired, uids, l.workers.Has) {
+		ev := l.runtime[uid]
+		l.log.Info("pod in the runtime has no manifest; killing it", "pod", ev.Namespace+"/"+ev.Name, "uid", uid)
+		l.workers.Kill(uid, ev.Name, ev.Namespace)
+	}
+}
+
+// orphans returns the runtime's pods that are neither desired nor already
+// in a worker's hands, sorted.
+func orphans(desired desiredSet, inRuntime []types.UID, hasWorker func(types.UID) bool) []types.UID {
 	wanted := map[types.UID]bool{}
-	for _, e := range l.desired {
+	for _, e := range desired {
 		if e.rejected == "" {
 			wanted[e.pod.UID] = true
 		}
 	}
-	for uid, ev := range l.runtime {
-		if wanted[types.UID(uid)] || l.workers.Has(types.UID(uid)) {
-			continue
+	var out []types.UID
+	for _, uid := range inRuntime {
+		if !wanted[uid] && !hasWorker(uid) {
+			out = append(out, uid)
 		}
-		l.log.Info("pod in the runtime has no manifest; killing it", "pod", ev.Namespace+"/"+ev.Name, "uid", uid)
-		l.workers.Kill(types.UID(uid), ev.Name, ev.Namespace)
 	}
+	slices.Sort(out)
+	return out
 }
 
 // pods returns every pod berth knows, with status: running pods from the
@@ -150,7 +145,7 @@ func (l *syncLoop) pods() []v1.Pod {
 		if e.rejected != "" && !seen[k] {
 			p := e.pod.DeepCopy()
 			p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: e.rejected,
-				Message: "Pod was rejected: the node already runs maxPods pods"}
+				Message: fmt.Sprintf("Pod was rejected: the node runs its maximum of %d pods", l.cfg.MaxPods)}
 			out = append(out, *p)
 		}
 	}
@@ -162,6 +157,10 @@ func (l *syncLoop) pods() []v1.Pod {
 	return out
 }
 
+func sortPods(pods []*v1.Pod) {
+	sort.Slice(pods, func(i, j int) bool { return key(pods[i]) < key(pods[j]) })
+}
+
 // manifestErrorPod shows a broken manifest as a Failed pod, so `berth pods`
 // and the API report it where users look for their pods.
 func manifestErrorPod(me podsource.ManifestError) v1.Pod {
@@ -169,8 +168,8 @@ func manifestErrorPod(me podsource.ManifestError) v1.Pod {
 	p.APIVersion, p.Kind = "v1", "Pod"
 	p.Name, p.Namespace = me.Name, me.Namespace
 	p.Annotations = map[string]string{
-		"kubernetes.io/config.source": "file",
-		"berth.dev/manifest-path":     me.Path,
+		podsource.ConfigSourceAnnotationKey: podsource.FileSource,
+		"berth.dev/manifest-path":           me.Path,
 	}
 	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "InvalidManifest", Message: me.Error()}
 	return p

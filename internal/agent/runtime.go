@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/imagebuild"
@@ -20,6 +21,7 @@ type runtimeHandle struct {
 	name     string // runtime name for container IDs, e.g. "containerd"
 	endpoint string
 	managed  *containerd.Managed
+	opts     containerd.Options // how managed was started, to start it again
 	// watchEvents streams the runtime's own events, calling notify for each;
 	// nil when the runtime offers none (the relist still covers it).
 	watchEvents func(ctx context.Context, notify func())
@@ -71,12 +73,13 @@ func (h *runtimeHandle) startManaged(ctx context.Context, cfg *config.Config, lo
 	if err != nil {
 		return err
 	}
-	m, err := containerd.Start(ctx, containerd.Options{
+	h.opts = containerd.Options{
 		RootDir:      cfg.RootDir,
 		CNIConfDir:   cniConfDir,
 		SandboxImage: imagebuild.PauseImageRef,
 		Log:          log,
-	})
+	}
+	m, err := containerd.Start(ctx, h.opts)
 	if err != nil {
 		return fmt.Errorf("start managed containerd: %w", err)
 	}
@@ -115,5 +118,40 @@ func (h *runtimeHandle) stop(log *slog.Logger) {
 	defer cancel()
 	if err := h.managed.Stop(ctx); err != nil {
 		log.Warn("stopping managed containerd failed", "err", err)
+	}
+}
+
+// supervise restarts the managed containerd when it dies, with a growing
+// delay, until ctx is done. The CRI connection and the event stream
+// reconnect by themselves; running containers never noticed (their shims
+// outlive containerd), and the relist catches up on what happened meanwhile.
+func (h *runtimeHandle) supervise(ctx context.Context, log *slog.Logger) {
+	if h.managed == nil {
+		return
+	}
+	delay := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.managed.Done():
+		}
+		log.Error("managed containerd exited; restarting it", "log", h.managed.LogPath())
+		for {
+			m, err := containerd.Start(ctx, h.opts)
+			if err == nil {
+				h.managed, delay = m, time.Second
+				break
+			}
+			log.Error("restarting managed containerd failed", "err", err, "retryIn", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			delay = min(2*delay, 30*time.Second)
+		}
 	}
 }
