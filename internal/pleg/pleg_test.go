@@ -1,0 +1,164 @@
+package pleg
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/internal/container"
+)
+
+func sandbox(id, uid string, ready bool) *runtimeapi.PodSandbox {
+	st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	if ready {
+		st = runtimeapi.PodSandboxState_SANDBOX_READY
+	}
+	return &runtimeapi.PodSandbox{Id: id, State: st, Labels: map[string]string{
+		container.LabelPodUID: uid, container.LabelPodName: "p-" + uid, container.LabelPodNamespace: "default",
+		container.LabelManagedBy: "true",
+	}}
+}
+
+func ctr(id, sandboxID string, st runtimeapi.ContainerState) *runtimeapi.Container {
+	return &runtimeapi.Container{Id: id, PodSandboxId: sandboxID, State: st}
+}
+
+func uids(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		s := string(e.UID)
+		if e.Gone {
+			s += " gone"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestDiff(t *testing.T) {
+	running, exited := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
+	base := Group(
+		[]*runtimeapi.PodSandbox{sandbox("s1", "a", true), sandbox("s2", "b", true)},
+		[]*runtimeapi.Container{ctr("c1", "s1", running), ctr("c2", "s2", running)},
+	)
+	tests := []struct {
+		name string
+		sbs  []*runtimeapi.PodSandbox
+		cs   []*runtimeapi.Container
+		want []string
+	}{
+		{"nothing changed", []*runtimeapi.PodSandbox{sandbox("s1", "a", true), sandbox("s2", "b", true)},
+			[]*runtimeapi.Container{ctr("c1", "s1", running), ctr("c2", "s2", running)}, nil},
+		{"a container exited", []*runtimeapi.PodSandbox{sandbox("s1", "a", true), sandbox("s2", "b", true)},
+			[]*runtimeapi.Container{ctr("c1", "s1", exited), ctr("c2", "s2", running)}, []string{"a"}},
+		{"a container was added", []*runtimeapi.PodSandbox{sandbox("s1", "a", true), sandbox("s2", "b", true)},
+			[]*runtimeapi.Container{ctr("c1", "s1", running), ctr("c2", "s2", running), ctr("c3", "s2", running)}, []string{"b"}},
+		{"a sandbox died", []*runtimeapi.PodSandbox{sandbox("s1", "a", false), sandbox("s2", "b", true)},
+			[]*runtimeapi.Container{ctr("c1", "s1", running), ctr("c2", "s2", running)}, []string{"a"}},
+		{"a pod is gone and a new one appeared", []*runtimeapi.PodSandbox{sandbox("s1", "a", true), sandbox("s3", "c", true)},
+			[]*runtimeapi.Container{ctr("c1", "s1", running)}, []string{"b gone", "c"}},
+		{"containers of foreign sandboxes are ignored", []*runtimeapi.PodSandbox{sandbox("s1", "a", true), sandbox("s2", "b", true)},
+			[]*runtimeapi.Container{ctr("c1", "s1", running), ctr("c2", "s2", running), ctr("x", "foreign", exited)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := uids(Diff(base, Group(tt.sbs, tt.cs)))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("events = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// fakeLister serves a fixed relist and counts calls.
+type fakeLister struct {
+	mu    sync.Mutex
+	sbs   []*runtimeapi.PodSandbox
+	cs    []*runtimeapi.Container
+	calls int
+	err   error
+}
+
+func (f *fakeLister) ListPodSandboxes(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.sbs, f.err
+}
+
+func (f *fakeLister) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cs, f.err
+}
+
+func (f *fakeLister) set(cs ...*runtimeapi.Container) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cs = cs
+}
+
+func recv(t *testing.T, ch <-chan Event) Event {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event")
+		return Event{}
+	}
+}
+
+// A trigger relists at once, without waiting for the period: that is how a
+// containerd task event reaches the pod worker in milliseconds.
+func TestTriggerRelistsAtOnce(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)},
+		cs: []*runtimeapi.Container{ctr("c1", "s1", runtimeapi.ContainerState_CONTAINER_RUNNING)}}
+	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := make(chan Event)
+	done := make(chan struct{})
+	go func() { p.Run(ctx, events); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	if ev := recv(t, events); ev.UID != types.UID("a") || ev.Name != "p-a" || ev.Gone {
+		t.Fatalf("first relist: %+v", ev)
+	}
+	l.set(ctr("c1", "s1", runtimeapi.ContainerState_CONTAINER_EXITED))
+	p.Trigger()
+	if ev := recv(t, events); ev.UID != types.UID("a") {
+		t.Fatalf("after the trigger: %+v", ev)
+	}
+}
+
+func TestHealthy(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	l := &fakeLister{}
+	p := New(l, time.Second, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("not started yet: %v", err)
+	}
+	p.started = clk.Now()
+	clk.Step(RelistThreshold)
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("at the threshold: %v", err)
+	}
+	clk.Step(time.Second)
+	if err := p.Healthy(); err == nil {
+		t.Fatal("no relist for longer than the threshold must be unhealthy")
+	}
+	p.lastRelist = clk.Now()
+	if err := p.Healthy(); err != nil {
+		t.Fatalf("just relisted: %v", err)
+	}
+}
