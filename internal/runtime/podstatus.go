@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,14 +9,21 @@ import (
 	"strconv"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/logs"
 )
 
-// maxTerminationMessage is the kubelet's cap on a termination message.
-const maxTerminationMessage = 4096
+// The kubelet's caps on a termination message, and on the log tail that
+// stands in for one under FallbackToLogsOnError.
+const (
+	maxTerminationMessage = 4096
+	fallbackLogLines      = 80
+	fallbackLogBytes      = 2048
+)
 
 // PodStatus returns everything the runtime knows about the pod with uid:
 // its sandboxes and containers, newest first. It reads each container's
@@ -101,15 +109,39 @@ func containerStatus(st *runtimeapi.ContainerStatus, sandboxID string) container
 	}
 	out.RestartCount, _ = strconv.Atoi(a[container.AnnotationRestartCount])
 	out.TerminationGracePeriod, _ = strconv.ParseInt(a[container.AnnotationTerminationGracePeriod], 10, 64)
-	if out.State == container.StateExited && out.TerminationMessageHostPath != "" {
+	if out.State == container.StateExited {
 		if msg := readTerminationMessage(out.TerminationMessageHostPath); msg != "" {
 			out.Message = msg
+		} else if out.ExitCode != 0 && a[container.AnnotationTerminationMessagePolicy] == string(v1.TerminationMessageFallbackToLogsOnError) {
+			out.Message = logTail(out.LogPath)
 		}
 	}
 	return out
 }
 
+// logTail is the end of a container's log: the termination message of a
+// failed container whose policy is FallbackToLogsOnError.
+func logTail(path string) string {
+	if path == "" {
+		return ""
+	}
+	var buf bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), ListTimeout)
+	defer cancel()
+	if err := logs.Copy(ctx, &buf, path, logs.Options{TailLines: fallbackLogLines}); err != nil {
+		return ""
+	}
+	b := buf.Bytes()
+	if len(b) > fallbackLogBytes {
+		b = b[len(b)-fallbackLogBytes:]
+	}
+	return string(b)
+}
+
 func readTerminationMessage(path string) string {
+	if path == "" {
+		return ""
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
