@@ -15,10 +15,10 @@ all: build images
 # port mappings, and busybox-static for the example and test images.
 deps:
 	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || \
-	    [ ! -x /usr/lib/cni/bridge ] || [ ! -x $(BUSYBOX) ] || ! command -v iptables >/dev/null; then \
+	    [ ! -x /usr/lib/cni/bridge ] || [ ! -x $(BUSYBOX) ] || ! command -v iptables >/dev/null || ! command -v ip >/dev/null; then \
 		echo "installing containerd, runc, CNI plugins, iptables and busybox-static"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			containerd runc containernetworking-plugins iptables busybox-static; \
+			containerd runc containernetworking-plugins iptables iproute2 busybox-static; \
 	fi
 
 build:

@@ -195,6 +195,7 @@ func (n *node) cleanup() {
 		n.cri.Close()
 	}
 	n.stopContainerd()
+	killLeftovers(t, n.root)
 	unmountUnder(t, n.root)
 	if err := exec.Command("ip", "link", "del", n.bridge).Run(); err != nil {
 		// The bridge exists only once a non-host-network pod ran.
@@ -232,6 +233,25 @@ func alive(pid int) bool {
 	}
 	_, rest, _ := strings.Cut(string(data), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// killLeftovers fails the test, and kills the processes, if anything still
+// runs from this node's root dir (a shim or a container berth should have
+// stopped).
+func killLeftovers(t testing.TB, root string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(data), root+"/") {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid <= 1 || pid == os.Getpid() || !alive(pid) {
+			continue
+		}
+		t.Errorf("cleanup: process %d still runs from %s: %s", pid, root, strings.ReplaceAll(string(data), "\x00", " "))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // unmountUnder unmounts every mount below dir, deepest first.
