@@ -21,6 +21,14 @@ import (
 	"github.com/berth-dev/berth/internal/container"
 )
 
+// After a runtime event the PLEG relists followUps more times, 50 ms, 200 ms
+// and 800 ms later: containerd's CRI plugin applies a task event slightly
+// after containerd publishes it, so the relist the event triggers may still
+// see the old state.
+const followUps = 3
+
+func followUpDelay(step int) time.Duration { return 50 * time.Millisecond << (2 * step) }
+
 // RelistThreshold is how long the relist may fail before berth reports itself
 // unhealthy, as the kubelet's PLEG health check does.
 const RelistThreshold = 3 * time.Minute
@@ -100,6 +108,25 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 	known := map[types.UID]PodRecord{}
 	ticker := p.clk.NewTicker(p.period)
 	defer ticker.Stop()
+	// After a trigger, step walks through followUps; followUps = idle.
+	step := followUps
+	var followUp clock.Timer
+	var followUpC <-chan time.Time
+	arm := func() {
+		if followUp != nil {
+			followUp.Stop()
+		}
+		followUp, followUpC = nil, nil
+		if step < followUps {
+			followUp = p.clk.NewTimer(followUpDelay(step))
+			followUpC = followUp.C()
+		}
+	}
+	defer func() {
+		if followUp != nil {
+			followUp.Stop()
+		}
+	}()
 	for {
 		if current, err := p.relist(ctx); err != nil {
 			p.log.Warn("relist failed", "err", err)
@@ -121,6 +148,11 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 			return
 		case <-ticker.C():
 		case <-p.trigger:
+			step = 0
+			arm()
+		case <-followUpC:
+			step++
+			arm()
 		}
 	}
 }

@@ -162,3 +162,46 @@ func TestHealthy(t *testing.T) {
 		t.Fatalf("just relisted: %v", err)
 	}
 }
+
+// A runtime event may reach berth before the CRI reflects it: after a
+// trigger the PLEG relists again on its own, so a change the CRI applies a
+// moment later is still seen without waiting for the period.
+func TestTriggerFollowUps(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)},
+		cs: []*runtimeapi.Container{ctr("c1", "s1", runtimeapi.ContainerState_CONTAINER_RUNNING)}}
+	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan Event)
+	done := make(chan struct{})
+	go func() { p.Run(ctx, events); close(done) }()
+	defer func() { cancel(); <-done }()
+	recv(t, events) // the first relist
+
+	p.Trigger() // the event arrives; the CRI still says running
+	waitCalls := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			l.mu.Lock()
+			c := l.calls
+			l.mu.Unlock()
+			if c >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d relists, want %d", c, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitCalls(2)
+	l.set(ctr("c1", "s1", runtimeapi.ContainerState_CONTAINER_EXITED)) // now the CRI knows
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(followUpDelay(0))
+	if ev := recv(t, events); ev.UID != types.UID("a") {
+		t.Fatalf("the follow-up relist did not report the exit: %+v", ev)
+	}
+}
