@@ -41,14 +41,16 @@ type node struct {
 	port      int
 	bridge    string
 	cidr      string
+	extraArgs []string
 	pid       int // berth's; 0 when not running
 	exited    chan struct{}
 	logFile   *os.File
 	cri       *runtime.Service
 }
 
-// startNode starts berth on a fresh root dir and waits until its API answers.
-func startNode(t testing.TB) *node {
+// startNode starts berth on a fresh root dir and waits until its API
+// answers. extraArgs are added to berth run's flags.
+func startNode(t testing.TB, extraArgs ...string) *node {
 	t.Helper()
 	root, err := os.MkdirTemp("/tmp", "berth-e2e-") // short: unix socket paths are limited
 	if err != nil {
@@ -62,6 +64,7 @@ func startNode(t testing.TB) *node {
 		port:      freePort(t),
 		bridge:    fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
 		cidr:      fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
+		extraArgs: extraArgs,
 	}
 	t.Cleanup(n.cleanup)
 	for _, d := range []string{n.manifests, filepath.Join(root, "images")} {
@@ -100,6 +103,7 @@ func (n *node) start() {
 		"--file-check-frequency", "5s",
 		"--log-level", "debug",
 	)
+	cmd.Args = append(cmd.Args, n.extraArgs...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start berth: %v", err)
@@ -389,6 +393,9 @@ func podReady(p *v1.Pod) bool {
 }
 
 func describe(p *v1.Pod) string {
+	if p == nil {
+		return "no such pod"
+	}
 	data, _ := json.Marshal(p.Status)
 	return string(data)
 }
