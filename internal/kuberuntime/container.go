@@ -127,14 +127,13 @@ func ContainerLogPath(name string, restartCount int) string {
 }
 
 // ContainerHash returns the value of container.AnnotationContainerHash for
-// c: an FNV-32a hash of the container's JSON, in hex. Unlike the kubelet,
-// which hashes only name and image because the API server forbids other
-// changes, berth hashes the whole spec: a static manifest may change any
-// field, and a changed container must be restarted.
+// c: an FNV-32a hash, in hex, of the fields whose change restarts a running
+// container.
 func ContainerHash(c *v1.Container) string {
-	// Cannot fail: a v1.Container holds only JSON-marshalable types, and
-	// encoding/json sorts map keys, so equal specs hash equally.
-	data, _ := json.Marshal(c)
+	// Name and image only, as the kubelet hashes since 1.31: any other field
+	// would make a berth upgrade that adds a default restart every container.
+	// A static pod needs no more, since any edit of it is a new UID anyway.
+	data, _ := json.Marshal(map[string]string{"name": c.Name, "image": c.Image})
 	h := fnv.New32a()
 	h.Write(data)
 	return strconv.FormatUint(uint64(h.Sum32()), 16)

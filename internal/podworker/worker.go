@@ -28,6 +28,10 @@ type worker struct {
 	mu          sync.Mutex
 	pod         *v1.Pod // desired spec; nil for an orphan
 	terminating bool
+	// revive is set when the pod is wanted again while it is being killed
+	// (a manifest deleted and restored with the same content, so the same
+	// UID): once the kill is done, the worker starts the pod afresh.
+	revive bool
 
 	// Owned by the worker goroutine alone.
 	waiting   map[string]status.Waiting
@@ -46,15 +50,39 @@ func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
 func (w *worker) setPod(pod *v1.Pod) {
 	w.mu.Lock()
 	w.pod = pod
+	if w.terminating {
+		w.revive = true
+	}
 	w.mu.Unlock()
 	w.wake()
 }
 
 func (w *worker) kill() {
 	w.mu.Lock()
-	w.terminating = true
+	w.terminating, w.revive = true, false
 	w.mu.Unlock()
 	w.wake()
+}
+
+// finishKill ends the worker after its pod is gone, unless the pod was
+// wanted again meanwhile: then the worker lives on as a fresh one. It holds
+// the set's lock so that an Update cannot slip between the check and the
+// removal.
+func (w *worker) finishKill() (exit bool) {
+	w.ws.mu.Lock()
+	defer w.ws.mu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.revive {
+		w.terminating, w.revive = false, false
+		w.published, w.syncError = nil, nil
+		clear(w.waiting)
+		return false
+	}
+	if w.ws.workers[w.uid] == w {
+		delete(w.ws.workers, w.uid)
+	}
+	return true
 }
 
 func (w *worker) wake() {
@@ -87,9 +115,10 @@ func (w *worker) run(ctx context.Context) {
 			if err := w.terminate(ctx, pod, log); err != nil {
 				log.Warn("terminating pod failed; will retry", "err", err)
 				next = retryAfterError
-			} else {
-				w.ws.remove(w.uid, w)
+			} else if w.finishKill() {
 				return
+			} else {
+				log.Info("pod wanted again; starting it afresh")
 			}
 		} else if pod != nil {
 			next = w.sync(ctx, pod, log)
@@ -117,6 +146,11 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	}
 	plan := ComputePlan(pod, st)
 	log.Debug("sync", "plan", plan.String())
+	if w.published == nil {
+		// Show the pod (Pending) before a first sync that may pull images
+		// for minutes.
+		w.publish(pod, st, false)
+	}
 	next := d.Resync
 	if plan.KillPod || plan.CreateSandbox || plan.NextInit >= 0 || len(plan.Start) > 0 || len(plan.Kill) > 0 {
 		if after := w.apply(ctx, pod, st, plan, log); after > 0 && after < next {

@@ -152,11 +152,3 @@ func (ws *Workers) startLocked(uid types.UID, name, namespace string) *worker {
 	}()
 	return w
 }
-
-func (ws *Workers) remove(uid types.UID, w *worker) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.workers[uid] == w {
-		delete(ws.workers, uid)
-	}
-}

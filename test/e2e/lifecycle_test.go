@@ -261,3 +261,46 @@ spec:
 		t.Errorf("berth pods does not show the good pod running and the three invalid manifests:\n%s", out)
 	}
 }
+
+// A manifest deleted and put back unchanged while its pod is still being
+// killed (same content, so the same UID) brings the pod back once the kill
+// is done.
+func TestRestoredManifestRevivesPod(t *testing.T) {
+	n := startNode(t)
+	// The container ignores SIGTERM, so the kill takes the grace period.
+	manifest := fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: phoenix}
+spec:
+  terminationGracePeriodSeconds: 3
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "trap '' TERM; while sleep 1; do :; done"]
+`, busybox)
+	n.writeManifest("phoenix.yaml", manifest)
+	first := n.waitRunning("phoenix", time.Minute)
+	firstID := containerID(t, first, "main")
+	n.removeManifest("phoenix.yaml")
+	waitFor(t, 30*time.Second, "the pod to be terminating", func() (bool, string) {
+		for _, p := range n.pods() {
+			if p.UID == first.UID && p.DeletionTimestamp != nil {
+				return true, ""
+			}
+		}
+		return false, "not terminating"
+	})
+	n.writeManifest("phoenix.yaml", manifest)
+	var again *v1.Pod
+	waitFor(t, time.Minute, "the pod to run again in a new container", func() (bool, string) {
+		again = n.pod("phoenix")
+		if again == nil || again.Status.Phase != v1.PodRunning || !podReady(again) {
+			return false, describe(again)
+		}
+		return containerID(t, again, "main") != firstID, "still the first container"
+	})
+	if again.UID != first.UID {
+		t.Errorf("same manifest, different UID: %s -> %s", first.UID, again.UID)
+	}
+}
