@@ -74,9 +74,6 @@ func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
 			l.log.Warn("pod rejected", "pod", k, "reason", e.rejected, "maxPods", l.cfg.MaxPods)
 		}
 	}
-	for _, me := range snap.Errors {
-		l.log.Error("invalid manifest", "err", me.Error())
-	}
 }
 
 // applyEvent wakes the pod's worker, or kills the pod when berth no longer
