@@ -5,6 +5,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/qos"
 )
 
 // CPU conversion constants, the kubelet's (pkg/kubelet/cm/helpers_linux.go).
@@ -84,7 +86,7 @@ func OOMScoreAdjust(pod *v1.Pod, c *v1.Container, memoryCapacity int64) (int, er
 	if isNodeCriticalPod(pod) {
 		return guaranteedOOMScoreAdj, nil
 	}
-	switch QOSClass(pod) {
+	switch qos.PodQOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj, nil
 	case v1.PodQOSBestEffort:

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/qos"
 )
 
 // DefaultRuntimeName is the scheme of container IDs when Input.RuntimeName
@@ -79,7 +80,7 @@ func Generate(in Input) v1.PodStatus {
 	g := newGenerator(in)
 	pod := in.Pod
 
-	s := v1.PodStatus{QOSClass: qosClass(pod)}
+	s := v1.PodStatus{QOSClass: qos.PodQOSClass(pod)}
 	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, g.old.InitContainerStatuses, true)
 	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, g.old.ContainerStatuses, false)
 

@@ -1,14 +1,16 @@
-package status
+// Package qos computes a pod's Kubernetes QoS class, which decides its
+// cgroup, its OOM score and its eviction order.
+package qos
 
 import v1 "k8s.io/api/core/v1"
 
-// qosClass is the Kubernetes QoS class of a pod (ComputePodQOS): only cpu
+// PodQOSClass is the Kubernetes QoS class of a pod (ComputePodQOS): only cpu
 // and memory count, and only quantities above zero. Pod-level resources,
 // when set, decide alone; otherwise every regular and init container does.
 // Guaranteed needs cpu and memory limits everywhere and requests equal to
 // limits; BestEffort has neither requests nor limits; the rest is Burstable.
-// (It moves to internal/qos once that package exists.)
-func qosClass(pod *v1.Pod) v1.PodQOSClass {
+// It reads the spec only: the class is fixed for the pod's life.
+func PodQOSClass(pod *v1.Pod) v1.PodQOSClass {
 	requests, limits := v1.ResourceList{}, v1.ResourceList{}
 	guaranteed := true
 	add := func(r v1.ResourceRequirements) {

@@ -1,4 +1,4 @@
-package kuberuntime
+package qos
 
 import (
 	"testing"
@@ -7,13 +7,54 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// res builds a ResourceList from name/quantity pairs: res("cpu", "1", "memory", "1Gi").
 func res(kv ...string) v1.ResourceList {
 	l := v1.ResourceList{}
-	for i := 0; i+1 < len(kv); i += 2 {
+	for i := 0; i < len(kv); i += 2 {
 		l[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
 	}
 	return l
+}
+
+func TestQOSClass(t *testing.T) {
+	req := func(r, l v1.ResourceList) v1.ResourceRequirements {
+		return v1.ResourceRequirements{Requests: r, Limits: l}
+	}
+	guaranteed := req(res("cpu", "500m", "memory", "64Mi"), res("cpu", "0.5", "memory", "64Mi"))
+	tests := []struct {
+		name  string
+		apps  []v1.ResourceRequirements
+		inits []v1.ResourceRequirements
+		pod   *v1.ResourceRequirements
+		want  v1.PodQOSClass
+	}{
+		{"nothing", []v1.ResourceRequirements{{}}, nil, nil, v1.PodQOSBestEffort},
+		{"only zero quantities", []v1.ResourceRequirements{req(res("cpu", "0"), res("memory", "0"))}, nil, nil, v1.PodQOSBestEffort},
+		{"only other resources", []v1.ResourceRequirements{req(res("ephemeral-storage", "1Gi"), res("example.com/gpu", "1"))}, nil, nil, v1.PodQOSBestEffort},
+		{"requests equal limits", []v1.ResourceRequirements{guaranteed, guaranteed}, nil, nil, v1.PodQOSGuaranteed},
+		{"requests below limits", []v1.ResourceRequirements{req(res("cpu", "250m", "memory", "64Mi"), res("cpu", "500m", "memory", "64Mi"))}, nil, nil, v1.PodQOSBurstable},
+		{"memory limit missing", []v1.ResourceRequirements{req(res("cpu", "1"), res("cpu", "1"))}, nil, nil, v1.PodQOSBurstable},
+		{"only requests", []v1.ResourceRequirements{req(res("memory", "1Gi"), nil)}, nil, nil, v1.PodQOSBurstable},
+		{"one container best-effort", []v1.ResourceRequirements{guaranteed, {}}, nil, nil, v1.PodQOSBurstable},
+		{"init container counts", []v1.ResourceRequirements{guaranteed}, []v1.ResourceRequirements{req(res("cpu", "1"), nil)}, nil, v1.PodQOSBurstable},
+		{"init container guaranteed too", []v1.ResourceRequirements{guaranteed}, []v1.ResourceRequirements{guaranteed}, nil, v1.PodQOSGuaranteed},
+		{"pod-level guaranteed", []v1.ResourceRequirements{{}}, nil, &guaranteed, v1.PodQOSGuaranteed},
+		{"pod-level burstable", []v1.ResourceRequirements{guaranteed}, nil, &v1.ResourceRequirements{Requests: res("cpu", "1")}, v1.PodQOSBurstable},
+		{"pod-level without cpu or memory is ignored", []v1.ResourceRequirements{guaranteed}, nil, &v1.ResourceRequirements{Limits: res("hugepages-2Mi", "2Mi")}, v1.PodQOSGuaranteed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &v1.Pod{Spec: v1.PodSpec{Resources: tt.pod}}
+			for i, r := range tt.apps {
+				pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: string(rune('a' + i)), Resources: r})
+			}
+			for i, r := range tt.inits {
+				pod.Spec.InitContainers = append(pod.Spec.InitContainers, v1.Container{Name: string(rune('i' + i)), Resources: r})
+			}
+			if got := PodQOSClass(pod); got != tt.want {
+				t.Errorf("PodQOSClass = %s, want %s", got, tt.want)
+			}
+		})
+	}
 }
 
 func reqs(requests, limits v1.ResourceList) v1.ResourceRequirements {
@@ -31,7 +72,7 @@ func podWith(init, regular []v1.ResourceRequirements) *v1.Pod {
 	return pod
 }
 
-func TestQOSClass(t *testing.T) {
+func TestPodQOSClassMore(t *testing.T) {
 	guaranteed := reqs(res("cpu", "1", "memory", "1Gi"), res("cpu", "1", "memory", "1Gi"))
 	bestEffort := reqs(nil, nil)
 	tests := []struct {
@@ -59,23 +100,23 @@ func TestQOSClass(t *testing.T) {
 		{name: "burstable init", init: []v1.ResourceRequirements{reqs(res("cpu", "1"), nil)}, regular: []v1.ResourceRequirements{bestEffort}, want: v1.PodQOSBurstable},
 		{name: "pod-level guaranteed wins over containers", regular: []v1.ResourceRequirements{bestEffort}, podRes: &guaranteed, want: v1.PodQOSGuaranteed},
 		{name: "pod-level burstable", regular: []v1.ResourceRequirements{guaranteed}, podRes: &v1.ResourceRequirements{Limits: res("memory", "2Gi")}, want: v1.PodQOSBurstable},
-		{name: "pod-level empty", regular: []v1.ResourceRequirements{guaranteed}, podRes: &v1.ResourceRequirements{}, want: v1.PodQOSBestEffort},
+		{name: "pod-level without cpu or memory: the containers decide", regular: []v1.ResourceRequirements{guaranteed}, podRes: &v1.ResourceRequirements{}, want: v1.PodQOSGuaranteed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := podWith(tt.init, tt.regular)
 			pod.Spec.Resources = tt.podRes
-			if got := QOSClass(pod); got != tt.want {
+			if got := PodQOSClass(pod); got != tt.want {
 				t.Errorf("QOSClass = %s, want %s", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestQOSClassIgnoresStatus(t *testing.T) {
+func TestPodQOSClassIgnoresStatus(t *testing.T) {
 	pod := podWith(nil, []v1.ResourceRequirements{{}})
 	pod.Status.QOSClass = v1.PodQOSGuaranteed
-	if got := QOSClass(pod); got != v1.PodQOSBestEffort {
+	if got := PodQOSClass(pod); got != v1.PodQOSBestEffort {
 		t.Errorf("QOSClass = %s, want BestEffort (computed from the spec)", got)
 	}
 }
