@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func writeConfig(t testing.TB, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubelet.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A KubeletConfiguration file is honoured (here maxPods: the second pod is
+// rejected with OutOfpods), and a field berth does not implement is named
+// in a warning at start-up.
+func TestConfigFile(t *testing.T) {
+	cfg := writeConfig(t, `
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+maxPods: 1
+imageGCHighThresholdPercent: 90
+`)
+	n := startNode(t, "--config", cfg)
+	if log := n.logTail(); !strings.Contains(log, "imageGCHighThresholdPercent") {
+		t.Errorf("the unimplemented field is not named at start-up:\n%s", log)
+	}
+	n.writeManifest("a.yaml", sleeper("a", "x"))
+	n.waitRunning("a", time.Minute)
+	n.writeManifest("b.yaml", sleeper("b", "x"))
+	waitFor(t, 30*time.Second, "the second pod to be rejected", func() (bool, string) {
+		p := n.pod("b")
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfpods", describe(p)
+	})
+	if p := n.pod("b"); len(n.sandboxes(string(p.UID))) != 0 {
+		t.Error("a rejected pod must not run")
+	}
+}
+
+// Invalid configuration stops start-up with every bad field named.
+func TestConfigFileErrors(t *testing.T) {
+	cfg := writeConfig(t, `
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+maxPods: -1
+cgroupDriver: systemd
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root := t.TempDir()
+	out, err := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "run", "--config", cfg,
+		"--root-dir", root, "--pause-binary", filepath.Join(bins, "berth-pause")).CombinedOutput()
+	if err == nil {
+		t.Fatalf("berth started with an invalid configuration:\n%s", out)
+	}
+	for _, want := range []string{"maxPods", "cgroupDriver", "systemd"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the error does not mention %s:\n%s", want, out)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("a refused start-up must not touch the root dir, found %v", fmt.Sprint(entries))
+	}
+}
