@@ -85,8 +85,8 @@ func (s *PodStatus) LatestContainer(name string) *ContainerStatus {
 	return nil
 }
 
-// RunningContainers returns the containers in StateRunning or StateCreated:
-// everything that must be stopped before the pod is gone.
+// ActiveContainers returns the containers that are running, created or in
+// an unknown state: everything that must be stopped before the pod is gone.
 func (s *PodStatus) ActiveContainers() []*ContainerStatus {
 	var out []*ContainerStatus
 	for i := range s.Containers {

@@ -120,25 +120,13 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus) Plan {
 // sandboxChanged reports whether the pod needs a new sandbox, with the
 // attempt number for it and the ID of the newest existing one.
 func sandboxChanged(pod *v1.Pod, st *container.PodStatus) (bool, uint32, string) {
-	if len(st.Sandboxes) == 0 {
+	switch st.SandboxChange(pod.Spec.HostNetwork) {
+	case "":
+		return false, st.Sandboxes[0].Attempt, st.Sandboxes[0].ID
+	case container.SandboxMissing:
 		return true, 0, ""
 	}
-	ready := 0
-	for _, sb := range st.Sandboxes {
-		if sb.Ready {
-			ready++
-		}
-	}
-	newest := st.Sandboxes[0]
-	switch {
-	case ready > 1, !newest.Ready:
-		return true, newest.Attempt + 1, newest.ID
-	case newest.HostNetwork != pod.Spec.HostNetwork:
-		return true, newest.Attempt + 1, newest.ID
-	case !pod.Spec.HostNetwork && newest.IP == "":
-		return true, newest.Attempt + 1, newest.ID
-	}
-	return false, newest.Attempt, newest.ID
+	return true, st.Sandboxes[0].Attempt + 1, st.Sandboxes[0].ID
 }
 
 // nextInitContainer returns the status of the last failed init container (if

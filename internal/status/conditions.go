@@ -54,7 +54,7 @@ func transitionTime(c v1.PodCondition, previous []v1.PodCondition, now time.Time
 // it is not, berth names the sync's failure if there was one, else why a new
 // sandbox is needed.
 func (g *generator) readyToStartContainers() v1.PodCondition {
-	why := sandboxChange(g.pod, g.rt)
+	why := g.rt.SandboxChange(g.pod.Spec.HostNetwork)
 	if why == "" {
 		return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
 	}

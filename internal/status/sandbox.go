@@ -15,14 +15,6 @@ import (
 // PodSandboxChanged does.
 const ReasonPodSandboxNotReady = "PodSandboxNotReady"
 
-const (
-	msgNoSandbox          = "no pod sandbox exists"
-	msgMultipleSandboxes  = "multiple pod sandboxes are ready"
-	msgSandboxNotReady    = "pod sandbox is not ready"
-	msgNetworkModeChanged = "pod sandbox network namespace mode changed"
-	msgSandboxHasNoIP     = "pod sandbox has no IP address"
-)
-
 // sortedRuntime returns a copy of the runtime status with sandboxes and
 // containers newest first (the kubelet sorts by creation time; a stable sort
 // keeps the runtime's order for equal times).
@@ -37,32 +29,6 @@ func sortedRuntime(rt *container.PodStatus) *container.PodStatus {
 	slices.SortStableFunc(out.Sandboxes, func(a, b container.SandboxStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	slices.SortStableFunc(out.Containers, func(a, b container.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out
-}
-
-// sandboxChange reports why the pod needs a new sandbox, or "" when its
-// newest sandbox is ready, alone, in the right network mode and addressed.
-func sandboxChange(pod *v1.Pod, rt *container.PodStatus) string {
-	if len(rt.Sandboxes) == 0 {
-		return msgNoSandbox
-	}
-	ready := 0
-	for _, sb := range rt.Sandboxes {
-		if sb.Ready {
-			ready++
-		}
-	}
-	newest := rt.Sandboxes[0]
-	switch {
-	case ready > 1:
-		return msgMultipleSandboxes
-	case !newest.Ready:
-		return msgSandboxNotReady
-	case newest.HostNetwork != pod.Spec.HostNetwork:
-		return msgNetworkModeChanged
-	case !pod.Spec.HostNetwork && newest.IP == "":
-		return msgSandboxHasNoIP
-	}
-	return ""
 }
 
 // activeSandboxID is the newest sandbox when it is ready: the one whose
