@@ -35,6 +35,18 @@ const shutdownTimeout = 30 * time.Second
 
 // Run runs berth until ctx is done. Pods keep running after it returns.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	// Claim the API port first: a port in use must stop berth before it
+	// starts anything.
+	var apiListener net.Listener
+	if cfg.ReadOnlyPort != 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("local API: %w", err)
+		}
+		defer ln.Close()
+		apiListener = ln
+	}
 	for _, dir := range []string{cfg.RootDir, cfg.PodLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
@@ -105,16 +117,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Error("manifest source stopped", "dir", cfg.StaticPodPath, "err", err)
 		}
 	})
-	if cfg.ReadOnlyPort != 0 {
-		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.ReadOnlyPort)))
-		// Listening here makes a port already in use a start-up error.
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("local API: %w", err)
-		}
-		srv := server.New(addr, &apiSource{loop: loop, cri: rt.cri}, log)
+	if apiListener != nil {
+		srv := server.New(apiListener.Addr().String(), &apiSource{loop: loop, cri: rt.cri}, log)
 		bg.Go(func() {
-			if err := srv.Serve(ctx, ln); err != nil {
+			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)
 			}
 		})

@@ -33,6 +33,12 @@ type Kill struct {
 	Reason   string
 }
 
+// Idle reports whether the plan asks for nothing: the pod is as its spec
+// wants it.
+func (p Plan) Idle() bool {
+	return !p.KillPod && !p.CreateSandbox && p.NextInit < 0 && len(p.Start) == 0 && len(p.Kill) == 0
+}
+
 func (p Plan) String() string {
 	return fmt.Sprintf("killPod=%v createSandbox=%v(attempt %d) nextInit=%d start=%v kill=%d",
 		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.NextInit, p.Start, len(p.Kill))

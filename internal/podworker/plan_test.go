@@ -210,6 +210,10 @@ func TestComputePlan(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ComputePlan:\n got  %+v\n want %+v", got, tt.want)
 			}
+			idle := !tt.want.KillPod && !tt.want.CreateSandbox && tt.want.NextInit < 0 && tt.want.Start == nil && tt.want.Kill == nil
+			if got.Idle() != idle {
+				t.Errorf("Idle() = %v, want %v", got.Idle(), idle)
+			}
 		})
 	}
 }

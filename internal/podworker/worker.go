@@ -152,7 +152,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		w.publish(pod, st, false)
 	}
 	next := d.Resync
-	if plan.KillPod || plan.CreateSandbox || plan.NextInit >= 0 || len(plan.Start) > 0 || len(plan.Kill) > 0 {
+	if !plan.Idle() {
 		if after := w.apply(ctx, pod, st, plan, log); after > 0 && after < next {
 			next = after
 		}

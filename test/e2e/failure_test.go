@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,5 +159,31 @@ func TestMissingRuntimeEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(string(out), sock) {
 		t.Errorf("the error does not name the endpoint %s:\n%s", sock, out)
+	}
+}
+
+// A local API port that is taken stops start-up before berth starts a
+// runtime or touches its root dir.
+func TestAPIPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	root := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "run",
+		"--root-dir", root, "--read-only-port", strconv.Itoa(port),
+		"--pause-binary", filepath.Join(bins, "berth-pause")).CombinedOutput()
+	if err == nil {
+		t.Fatalf("berth started on a port in use:\n%s", out)
+	}
+	if !strings.Contains(string(out), strconv.Itoa(port)) {
+		t.Errorf("the error does not name the port:\n%s", out)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("berth touched its root dir before failing: %v", entries)
 	}
 }
