@@ -6,38 +6,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/cm"
 	"github.com/berth-dev/berth/internal/qos"
 )
-
-// CPU conversion constants, the kubelet's (pkg/kubelet/cm/helpers_linux.go).
-const (
-	minShares      = 2
-	maxShares      = 262144
-	sharesPerCPU   = 1024
-	milliCPUToCPU  = 1000
-	quotaPeriod    = 100000 // CFS period in microseconds: 100ms.
-	minQuotaPeriod = 1000   // The kernel refuses a quota under 1ms.
-)
-
-// MilliCPUToShares converts a CPU request in millicores to cgroup v1
-// cpu.shares. No request maps to the minimum, 2, not to the kernel default of
-// 1024, so that a BestEffort container really gets the least weight.
-func MilliCPUToShares(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return minShares
-	}
-	shares := milliCPU * sharesPerCPU / milliCPUToCPU
-	return min(max(shares, minShares), maxShares)
-}
-
-// MilliCPUToQuota converts a CPU limit in millicores to a CFS quota over the
-// given period; 0 (no limit) stays 0, which the runtime reads as "unlimited".
-func MilliCPUToQuota(milliCPU, period int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
-}
 
 // containerResources computes the cgroup values of one container the way the
 // kubelet's calculateLinuxResources does: shares from the CPU request (from the
@@ -48,16 +19,16 @@ func containerResources(pod *v1.Pod, c *v1.Container, memoryCapacity int64) (*ru
 	cpuRequest := c.Resources.Requests.Cpu()
 	cpuLimit := c.Resources.Limits.Cpu()
 	r := &runtimeapi.LinuxContainerResources{
-		CpuPeriod:          quotaPeriod,
-		CpuQuota:           MilliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod),
+		CpuPeriod:          cm.QuotaPeriod,
+		CpuQuota:           cm.MilliCPUToQuota(cpuLimit.MilliValue(), cm.QuotaPeriod),
 		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
 	}
 	// The API server defaults a missing request to the limit; repeat that here
 	// for pods that did not go through it.
 	if cpuRequest.IsZero() && !cpuLimit.IsZero() {
-		r.CpuShares = MilliCPUToShares(cpuLimit.MilliValue())
+		r.CpuShares = int64(cm.MilliCPUToShares(cpuLimit.MilliValue()))
 	} else {
-		r.CpuShares = MilliCPUToShares(cpuRequest.MilliValue())
+		r.CpuShares = int64(cm.MilliCPUToShares(cpuRequest.MilliValue()))
 	}
 	oom, err := OOMScoreAdjust(pod, c, memoryCapacity)
 	if err != nil {

@@ -8,29 +8,6 @@ import (
 
 const gi = int64(1) << 30
 
-func TestMilliCPUToShares(t *testing.T) {
-	for _, tt := range []struct{ milli, want int64 }{
-		{0, 2}, {1, 2}, {2, 2}, {3, 3}, {100, 102}, {250, 256}, {500, 512}, {1000, 1024},
-		{1500, 1536}, {2000, 2048}, {256000, 262144}, {1000000, 262144},
-	} {
-		if got := MilliCPUToShares(tt.milli); got != tt.want {
-			t.Errorf("MilliCPUToShares(%d) = %d, want %d", tt.milli, got, tt.want)
-		}
-	}
-}
-
-func TestMilliCPUToQuota(t *testing.T) {
-	for _, tt := range []struct{ milli, period, want int64 }{
-		{0, 100000, 0}, {1, 100000, 1000}, {5, 100000, 1000}, {10, 100000, 1000}, {11, 100000, 1100},
-		{200, 100000, 20000}, {500, 100000, 50000}, {1000, 100000, 100000}, {2500, 100000, 250000},
-		{500, 50000, 25000},
-	} {
-		if got := MilliCPUToQuota(tt.milli, tt.period); got != tt.want {
-			t.Errorf("MilliCPUToQuota(%d, %d) = %d, want %d", tt.milli, tt.period, got, tt.want)
-		}
-	}
-}
-
 func TestContainerResources(t *testing.T) {
 	tests := []struct {
 		name               string
