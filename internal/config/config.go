@@ -69,6 +69,8 @@ type Config struct {
 	RelistPeriod time.Duration
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string
+	// Resources divides the node between the system and pods.
+	Resources Resources
 
 	// Kubelet is the configuration file as decoded, with the fields berth
 	// honours set to their effective values; a bare KubeletConfiguration when
@@ -164,6 +166,7 @@ func (c *Config) Validate() error {
 	default:
 		bad(nameLogLevel, "%q is not one of debug, info, warn, error", c.LogLevel)
 	}
+	errs = append(errs, c.Resources.validate()...)
 	return errors.Join(errs...)
 }
 

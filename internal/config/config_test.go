@@ -22,6 +22,7 @@ func validConfig() Config {
 		PauseBinary:        "/usr/bin/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "warn",
+		Resources:          defaultResources(),
 	}
 }
 
@@ -44,7 +45,16 @@ func TestValidate(t *testing.T) {
 		{name: "zero file check", modify: func(c *Config) { c.FileCheckFrequency = 0 }, want: []string{"fileCheckFrequency (--file-check-frequency): 0s must be positive"}},
 		{name: "zero value config", modify: func(c *Config) { *c = Config{} },
 			want: []string{"--root-dir", "staticPodPath", "podLogsDir", "fileCheckFrequency", "--relist-period", "cgroupDriver", "maxPods",
-				"address", "podCIDR", "--node-name", "--cni-bridge", "--pause-binary", "--log-level"}},
+				"address", "podCIDR", "--node-name", "--cni-bridge", "--pause-binary", "--log-level", "cgroupRoot", "podPidsLimit"}},
+		{name: "relative cgroup root", modify: func(c *Config) { c.Resources.CgroupRoot = "kube" }, want: []string{`cgroupRoot (--cgroup-root): "kube": must be an absolute cgroup path`}},
+		{name: "enforcing pods without QoS cgroups", modify: func(c *Config) { c.Resources.CgroupsPerQOS = false },
+			want: []string{`enforceNodeAllocatable: "pods" needs cgroupsPerQOS (--cgroups-per-qos)`}},
+		{name: "no QoS cgroups, nothing enforced", modify: func(c *Config) { c.Resources.CgroupsPerQOS = false; c.Resources.EnforceNodeAllocatable = nil }},
+		{name: "system-reserved enforcement", modify: func(c *Config) { c.Resources.EnforceNodeAllocatable = []string{"pods", "system-reserved"} },
+			want: []string{`enforceNodeAllocatable: "system-reserved": berth does not enforce reservations on system cgroups yet`}},
+		{name: "zero pids limit", modify: func(c *Config) { c.Resources.PodPidsLimit = 0 }, want: []string{"podPidsLimit (--pod-max-pids): 0: must be positive"}},
+		{name: "bad eviction threshold", modify: func(c *Config) { c.Resources.EvictionHardMemory = "lots" }, want: []string{`evictionHard.memory.available: "lots"`}},
+		{name: "eviction threshold over 100%", modify: func(c *Config) { c.Resources.EvictionHardMemory = "120%" }, want: []string{`evictionHard.memory.available: "120%": must be between 0% and 100%`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

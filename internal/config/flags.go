@@ -23,6 +23,9 @@ const (
 	flagPauseBinary              = "pause-binary"
 	flagRelistPeriod             = "relist-period"
 	flagLogLevel                 = "log-level"
+	flagCgroupsPerQOS            = "cgroups-per-qos"
+	flagCgroupRoot               = "cgroup-root"
+	flagPodMaxPids               = "pod-max-pids"
 	// flagV is the kubelet's verbosity flag, kept as an alias of --log-level
 	// so kubelet command lines keep working.
 	flagV = "v"
@@ -48,5 +51,8 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String(flagPauseBinary, "", "sandbox (pause) program (default: "+PauseBinaryName+" next to the berth executable, else in PATH)")
 	fs.Duration(flagRelistPeriod, DefaultRelistPeriod, "how often to list the runtime to catch what its events missed")
 	fs.String(flagLogLevel, DefaultLogLevel, "log level: debug, info, warn or error")
+	fs.Bool(flagCgroupsPerQOS, true, "put pods in the kubepods / QoS class / pod cgroup hierarchy")
+	fs.String(flagCgroupRoot, DefaultCgroupRoot, "cgroup that holds the kubepods cgroup")
+	fs.Int64(flagPodMaxPids, -1, "pids.max of every pod cgroup; -1 for no limit")
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

@@ -59,6 +59,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		CNIBridge:          DefaultCNIBridge,
 		RelistPeriod:       DefaultRelistPeriod,
 		LogLevel:           DefaultLogLevel,
+		Resources:          defaultResources(),
 	}
 
 	kc := &kubeletconfigv1beta1.KubeletConfiguration{}
@@ -68,6 +69,9 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 			return nil, err
 		}
 		applyFile(cfg, kf)
+		if err := errors.Join(applyResourcesFile(&cfg.Resources, kf.config, kf.set)...); err != nil {
+			return nil, fmt.Errorf("invalid configuration (%s):\n%w", path, err)
+		}
 		kc = kf.config
 		cfg.Unimplemented = unimplemented(kf.set)
 	}
@@ -95,7 +99,9 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 func honoured(field string) bool {
 	switch field {
 	case "staticPodPath", "fileCheckFrequency", "containerRuntimeEndpoint", "cgroupDriver",
-		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR":
+		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR",
+		"cgroupsPerQOS", "cgroupRoot", "enforceNodeAllocatable", "kubeReserved", "systemReserved",
+		"evictionHard", "qosReserved", "podPidsLimit":
 		return true
 	}
 	return false
@@ -156,6 +162,9 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		override(fs, flagPodLogsDir, fs.GetString, &cfg.PodLogsDir),
 		override(fs, flagPauseBinary, fs.GetString, &cfg.PauseBinary),
 		override(fs, flagRelistPeriod, fs.GetDuration, &cfg.RelistPeriod),
+		override(fs, flagCgroupsPerQOS, fs.GetBool, &cfg.Resources.CgroupsPerQOS),
+		override(fs, flagCgroupRoot, fs.GetString, &cfg.Resources.CgroupRoot),
+		override(fs, flagPodMaxPids, fs.GetInt64, &cfg.Resources.PodPidsLimit),
 	}
 	// --log-level wins over its alias --v when both are given.
 	var v string
@@ -264,4 +273,9 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.Address = cfg.Address
 	kc.PodLogsDir = cfg.PodLogsDir
 	kc.PodCIDR = cfg.PodCIDR
+	r := cfg.Resources
+	kc.CgroupsPerQOS = &r.CgroupsPerQOS
+	kc.CgroupRoot = r.CgroupRoot
+	kc.EnforceNodeAllocatable = r.EnforceNodeAllocatable
+	kc.PodPidsLimit = &r.PodPidsLimit
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
 )
 
 // fakeHost is a machine whose host name is "Node-1.Example" and whose
@@ -71,6 +72,7 @@ func TestLoadDefaults(t *testing.T) {
 		PauseBinary:        "/opt/berth/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "info",
+		Resources:          defaultResources(),
 	}
 	got := *cfg
 	got.Kubelet = nil
@@ -259,7 +261,7 @@ tracing: null
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"authentication", "cgroupsPerQOS", "evictionHard", "syncFrequency"}
+	want := []string{"authentication", "syncFrequency"}
 	if !reflect.DeepEqual(cfg.Unimplemented, want) {
 		t.Errorf("Unimplemented = %v, want %v", cfg.Unimplemented, want)
 	}
@@ -338,5 +340,51 @@ func TestLoadReportsMissingPauseBinaryOnce(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "--pause-binary"); n != 1 {
 		t.Errorf("--pause-binary reported %d times: %v", n, err)
+	}
+}
+
+func TestLoadResources(t *testing.T) {
+	file := `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupRoot: /custom
+kubeReserved: {cpu: 500m, memory: 1Gi}
+systemReserved: {memory: 512Mi, pid: "1000"}
+evictionHard: {memory.available: 5%}
+qosReserved: {memory: 100%}
+podPidsLimit: 4096
+`
+	cfg, err := loadWith(t, file, nil, testHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.Resources
+	if r.CgroupRoot != "/custom" || !r.CgroupsPerQOS || !r.EnforcesPods() || r.PodPidsLimit != 4096 || r.EvictionHardMemory != "5%" {
+		t.Errorf("resources = %+v", r)
+	}
+	if r.QOSReservedMemoryPercent == nil || *r.QOSReservedMemoryPercent != 100 {
+		t.Errorf("qosReserved memory = %v", r.QOSReservedMemoryPercent)
+	}
+	if q := r.KubeReserved[v1.ResourceMemory]; q.String() != "1Gi" {
+		t.Errorf("kubeReserved memory = %s", q.String())
+	}
+	if q := r.SystemReserved["pid"]; q.Value() != 1000 {
+		t.Errorf("systemReserved pid = %s", q.String())
+	}
+}
+
+func TestLoadResourcesErrors(t *testing.T) {
+	for _, tt := range []struct{ body, want string }{
+		{"qosReserved: {memory: 150%}", `qosReserved.memory: "150%": must be between 0% and 100%`},
+		{"qosReserved: {memory: half}", `qosReserved.memory: "half": want a percentage`},
+		{"qosReserved: {cpu: 50%}", `qosReserved: "cpu": only memory can be reserved`},
+		{"kubeReserved: {memory: -1Gi}", `kubeReserved.memory: "-1Gi": must not be negative`},
+		{`systemReserved: {gpu: "1"}`, `systemReserved.gpu: unknown resource`},
+		{"kubeReserved: {cpu: lots}", `kubeReserved.cpu: "lots"`},
+	} {
+		file := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n" + tt.body + "\n"
+		_, err := loadWith(t, file, nil, testHost)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", tt.body, err, tt.want)
+		}
 	}
 }
