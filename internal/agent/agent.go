@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/berth-dev/berth/internal/cm"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/network"
@@ -63,7 +62,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		log.Warn("reading the host's DNS configuration failed; pods get none", "err", err)
 	}
-	capacity, err := cm.MachineCapacity("/proc/meminfo", cfg.MaxPods)
+	allocatable, cgroups, err := nodeResources(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -72,7 +71,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log.Warn("reading the node's /etc/hosts failed; host-network pods get an empty one", "err", err)
 	}
 	statuses := status.NewManager()
-	workers := podworker.NewWorkers(ctx, podworker.Deps{
+	deps := podworker.Deps{
 		Runtime:         rt.cri,
 		Volumes:         volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
 		Status:          statuses,
@@ -82,16 +81,22 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		HostIP:          network.HostIP(),
 		PodLogsDir:      cfg.PodLogsDir,
 		DNS:             dns,
-		NodeAllocatable: capacity,
+		NodeAllocatable: allocatable,
 		NodeHosts:       nodeHosts,
 		RuntimeName:     rt.name,
-	})
+	}
+	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
+		deps.Cgroups = cgroups
+	}
+	workers := podworker.NewWorkers(ctx, deps)
 	defer workers.Stop()
 
 	relist := pleg.New(rt.cri, cfg.RelistPeriod, clk, log)
 	loop := &syncLoop{
 		cfg:      cfg,
 		log:      log,
+		clk:      clk,
+		cgroups:  cgroups,
 		workers:  workers,
 		statuses: statuses,
 		pleg:     relist,

@@ -7,10 +7,13 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/cm/hierarchy"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/podsource"
@@ -23,9 +26,12 @@ import (
 type syncLoop struct {
 	cfg      *config.Config
 	log      *slog.Logger
+	clk      clock.WithTicker
 	workers  *podworker.Workers
 	statuses *status.Manager
 	pleg     *pleg.PLEG
+	// cgroups is the pod cgroup tree; nil without cgroupsPerQOS.
+	cgroups *hierarchy.Hierarchy
 
 	// Owned by run; the mutex only guards reads from the local API.
 	mu          sync.RWMutex
@@ -36,17 +42,53 @@ type syncLoop struct {
 	runtime map[types.UID]pleg.Event
 }
 
+// housekeepingPeriod is how often the loop removes what pods left behind
+// (their cgroups), as the kubelet's housekeeping does every few seconds.
+const housekeepingPeriod = 30 * time.Second
+
 func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot, events <-chan pleg.Event) {
+	housekeeping := l.clk.NewTicker(housekeepingPeriod)
+	defer housekeeping.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case snap := <-snapshots:
+			first := !l.sourceReady
 			l.applySnapshot(snap)
 			l.killOrphans()
+			if first {
+				l.housekeep()
+			}
 		case ev := <-events:
 			l.applyEvent(ev)
+		case <-housekeeping.C():
+			l.housekeep()
 		}
+	}
+}
+
+// housekeep removes the cgroups of pods that are neither wanted, nor being
+// killed, nor in the runtime any more.
+func (l *syncLoop) housekeep() {
+	if l.cgroups == nil || !l.sourceReady {
+		return
+	}
+	wanted := map[types.UID]bool{}
+	for _, e := range l.desired {
+		if e.rejected == "" {
+			wanted[e.pod.UID] = true
+		}
+	}
+	removed, err := l.cgroups.Housekeep(func(uid types.UID) bool {
+		_, inRuntime := l.runtime[uid]
+		return wanted[uid] || inRuntime || l.workers.Has(uid)
+	})
+	for _, uid := range removed {
+		l.log.Info("removed the cgroup of a pod that is gone", "uid", uid)
+	}
+	if err != nil {
+		l.log.Warn("removing cgroups of pods that are gone", "err", err)
 	}
 }
 
@@ -60,6 +102,17 @@ func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
 	l.desired, l.manifestErr, l.sourceReady = next, snap.Errors, true
 	l.mu.Unlock()
 
+	if l.cgroups != nil {
+		var running []*v1.Pod
+		for _, e := range next {
+			if e.rejected == "" {
+				running = append(running, e.pod)
+			}
+		}
+		if err := l.cgroups.SetPods(running); err != nil {
+			l.log.Warn("updating the QoS cgroups failed", "err", err)
+		}
+	}
 	c := diff(prev, next)
 	for _, pod := range c.kill {
 		l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)

@@ -28,6 +28,7 @@ const (
 	reasonPostStartHookError   = "PostStartHookError"
 	reasonSandboxFailed        = "FailedCreatePodSandBox"
 	reasonVolumeFailed         = "FailedMount"
+	reasonPodCgroupFailed      = "FailedCreatePodContainer"
 )
 
 // apply carries out plan. Failures are recorded on the worker (they become
@@ -56,6 +57,13 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			w.syncError = &status.Waiting{Reason: reasonVolumeFailed, Message: err.Error()}
 			log.Warn("setting up volumes failed", "err", err)
 			return retryAfterError
+		}
+		if d.Cgroups != nil {
+			if _, err := d.Cgroups.EnsurePod(pod); err != nil {
+				w.syncError = &status.Waiting{Reason: reasonPodCgroupFailed, Message: err.Error()}
+				log.Warn("creating the pod cgroup failed", "err", err)
+				return retryAfterError
+			}
 		}
 		if err := os.MkdirAll(sbCfg.LogDirectory, 0o755); err != nil {
 			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: err.Error()}
@@ -101,10 +109,11 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 
 func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
 	d := w.ws.deps
-	return kuberuntime.SandboxConfig(pod, kuberuntime.SandboxOptions{
-		PodLogsDir: d.PodLogsDir,
-		Attempt:    attempt,
-	}, d.DNS)
+	opts := kuberuntime.SandboxOptions{PodLogsDir: d.PodLogsDir, Attempt: attempt}
+	if d.Cgroups != nil {
+		opts.CgroupParent = d.Cgroups.CgroupParent(pod)
+	}
+	return kuberuntime.SandboxConfig(pod, opts, d.DNS)
 }
 
 // startContainer pulls, creates and starts one container, honouring the

@@ -105,6 +105,11 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	if err := d.Volumes.TearDown(w.uid); err != nil {
 		return fmt.Errorf("tear down volumes: %w", err)
 	}
+	if d.Cgroups != nil {
+		if err := d.Cgroups.RemovePod(w.uid); err != nil {
+			return err
+		}
+	}
 	name, ns := w.name, w.namespace
 	if st.Name != "" {
 		name, ns = st.Name, st.Namespace

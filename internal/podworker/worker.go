@@ -14,6 +14,10 @@ import (
 	"github.com/berth-dev/berth/internal/status"
 )
 
+// AnnotationPodCgroup shows, on the pods berth serves, the cgroupfs path of
+// the pod's cgroup.
+const AnnotationPodCgroup = "berth.dev/pod-cgroup"
+
 // retryAfterError is how soon a worker retries a sync that failed on the
 // runtime (not on the pod itself, which has its own back-offs).
 const retryAfterError = 2 * time.Second
@@ -183,10 +187,20 @@ func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool)
 	})
 	w.published = &out
 	shown := pod
-	if terminating && pod.DeletionTimestamp == nil {
+	if (terminating && pod.DeletionTimestamp == nil) || d.Cgroups != nil {
 		shown = pod.DeepCopy()
+	}
+	if terminating && pod.DeletionTimestamp == nil {
 		now := metav1.NewTime(d.Clock.Now())
 		shown.DeletionTimestamp = &now
+	}
+	if d.Cgroups != nil {
+		// The API has no field for it; an annotation shows users where
+		// the pod's cgroup is.
+		if shown.Annotations == nil {
+			shown.Annotations = map[string]string{}
+		}
+		shown.Annotations[AnnotationPodCgroup] = d.Cgroups.CgroupParent(pod)
 	}
 	d.Status.Set(shown, out)
 }

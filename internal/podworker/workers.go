@@ -40,10 +40,19 @@ type Volumes interface {
 	WriteHostsFile(uid types.UID, content []byte) (string, error)
 }
 
+// PodCgroups is the pod cgroup tree (package cm/hierarchy); nil when pods
+// are not given cgroups of their own (cgroupsPerQOS false).
+type PodCgroups interface {
+	CgroupParent(pod *v1.Pod) string
+	EnsurePod(pod *v1.Pod) (string, error)
+	RemovePod(uid types.UID) error
+}
+
 // Deps is what every worker shares. All of it is safe for concurrent use.
 type Deps struct {
 	Runtime    Runtime
 	Volumes    Volumes
+	Cgroups    PodCgroups
 	Status     *status.Manager
 	Clock      clock.WithTicker
 	Log        *slog.Logger

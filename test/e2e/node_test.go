@@ -41,7 +41,10 @@ type node struct {
 	port      int
 	bridge    string
 	cidr      string
-	extraArgs []string
+	// cgroupRoot holds this node's kubepods, so tests never touch the
+	// host's own /kubepods.
+	cgroupRoot string
+	extraArgs  []string
 	pid       int // berth's; 0 when not running
 	exited    chan struct{}
 	logFile   *os.File
@@ -64,7 +67,8 @@ func startNode(t testing.TB, extraArgs ...string) *node {
 		port:      freePort(t),
 		bridge:    fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
 		cidr:      fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
-		extraArgs: extraArgs,
+		cgroupRoot: fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
+		extraArgs:  extraArgs,
 	}
 	t.Cleanup(n.cleanup)
 	for _, d := range []string{n.manifests, filepath.Join(root, "images")} {
@@ -102,6 +106,7 @@ func (n *node) start() {
 		"--pause-binary", filepath.Join(bins, "berth-pause"),
 		"--file-check-frequency", "5s",
 		"--log-level", "debug",
+		"--cgroup-root", n.cgroupRoot,
 	)
 	cmd.Args = append(cmd.Args, n.extraArgs...)
 	cmd.Stdout, cmd.Stderr = f, f
@@ -201,6 +206,7 @@ func (n *node) cleanup() {
 	n.stopContainerd()
 	killLeftovers(t, n.root)
 	unmountUnder(t, n.root)
+	removeCgroups(t, n.cgroupRoot)
 	if err := exec.Command("ip", "link", "del", n.bridge).Run(); err != nil {
 		// The bridge exists only once a non-host-network pod ran.
 		t.Logf("cleanup: no bridge %s to delete", n.bridge)
@@ -255,6 +261,27 @@ func killLeftovers(t testing.TB, root string) {
 		}
 		t.Errorf("cleanup: process %d still runs from %s: %s", pid, root, strings.ReplaceAll(string(data), "\x00", " "))
 		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// removeCgroups removes the cgroup tree at root in every hierarchy,
+// deepest first. The pods are gone by now, so every directory must go.
+func removeCgroups(t testing.TB, root string) {
+	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, m := range mounts {
+		top := filepath.Join(m, root)
+		var dirs []string
+		filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := syscall.Rmdir(dirs[i]); err != nil && !os.IsNotExist(err) {
+				t.Errorf("cleanup: remove cgroup %s: %v", dirs[i], err)
+			}
+		}
 	}
 }
 
