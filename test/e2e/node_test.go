@@ -45,10 +45,10 @@ type node struct {
 	// host's own /kubepods.
 	cgroupRoot string
 	extraArgs  []string
-	pid       int // berth's; 0 when not running
-	exited    chan struct{}
-	logFile   *os.File
-	cri       *runtime.Service
+	pid        int // berth's; 0 when not running
+	exited     chan struct{}
+	logFile    *os.File
+	cri        *runtime.Service
 }
 
 // startNode starts berth on a fresh root dir and waits until its API
@@ -60,13 +60,13 @@ func startNode(t testing.TB, extraArgs ...string) *node {
 		t.Fatal(err)
 	}
 	n := &node{
-		t:         t,
-		root:      root,
-		manifests: filepath.Join(root, "manifests"),
-		podLogs:   filepath.Join(root, "pod-logs"),
-		port:      freePort(t),
-		bridge:    fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
-		cidr:      fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
+		t:          t,
+		root:       root,
+		manifests:  filepath.Join(root, "manifests"),
+		podLogs:    filepath.Join(root, "pod-logs"),
+		port:       freePort(t),
+		bridge:     fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
+		cidr:       fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
 		cgroupRoot: fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
 		extraArgs:  extraArgs,
 	}
