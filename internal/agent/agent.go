@@ -51,6 +51,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
+	allocatable, cgroups, err := nodeResources(cfg, log)
+	if err != nil {
+		return err
+	}
 	rt, err := startRuntime(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -61,10 +65,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	dns, err := kuberuntime.HostDNSConfig("/etc/resolv.conf")
 	if err != nil {
 		log.Warn("reading the host's DNS configuration failed; pods get none", "err", err)
-	}
-	allocatable, cgroups, err := nodeResources(cfg, log)
-	if err != nil {
-		return err
 	}
 	nodeHosts, err := os.ReadFile("/etc/hosts")
 	if err != nil {

@@ -26,6 +26,7 @@ func TestQOSCgroupHierarchy(t *testing.T) {
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 qosReserved: {memory: 100%}
+podPidsLimit: 1000
 `)
 	n := startNode(t, "--config", cfg)
 	sleep := `["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]`
@@ -126,6 +127,28 @@ spec:
 			cg.want("memory", dir, "memory.limit_in_bytes", c.memory)
 		}
 	}
+
+	cg.want("pids", gPath, "pids.max", 1000)
+
+	// A restart of berth finds the tree as it left it and changes nothing
+	// (the QoS limits are not loosened while the pods are unknown); the
+	// cgroup of a pod that is gone, left behind meanwhile, is removed.
+	n.stop()
+	stale := kubepods + "/besteffort/pod0a1b2c3d-0000-4000-8000-000000000000"
+	for _, controller := range []string{"cpu", "memory", "pids"} {
+		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", controller, stale), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.start()
+	waitFor(t, 30*time.Second, "the stale pod cgroup to be removed", func() (bool, string) {
+		_, err := os.Stat(filepath.Join("/sys/fs/cgroup/cpu", stale))
+		return os.IsNotExist(err), fmt.Sprint(err)
+	})
+	cg.want("memory", kubepods+"/burstable", "memory.limit_in_bytes", pageDown(alloc-1*gib))
+	cg.want("memory", kubepods+"/besteffort", "memory.limit_in_bytes", pageDown(alloc-3*gib))
+	cg.want("cpu", bPath, "cpu.shares", 2048)
+	cg.want("memory", gPath, "memory.limit_in_bytes", 1*gib)
 
 	// The Guaranteed pod leaves: its cgroup goes and the room it reserved
 	// returns to the lower classes.

@@ -48,6 +48,25 @@ imageGCHighThresholdPercent: 90
 	}
 }
 
+// Reservations larger than the node stop start-up, naming the fields.
+func TestReservationsLargerThanTheNode(t *testing.T) {
+	cfg := writeConfig(t, `
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+kubeReserved: {memory: 100Ti}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cgroupRoot := fmt.Sprintf("/berth-e2e-%d", time.Now().UnixNano())
+	t.Cleanup(func() { removeCgroups(t, cgroupRoot) })
+	out, err := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "run", "--config", cfg,
+		"--root-dir", t.TempDir(), "--read-only-port", "0", "--cgroup-root", cgroupRoot,
+		"--pause-binary", filepath.Join(bins, "berth-pause")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "kubeReserved.memory") {
+		t.Fatalf("berth must refuse to start, naming kubeReserved.memory: %v\n%s", err, out)
+	}
+}
+
 // Invalid configuration stops start-up with every bad field named.
 func TestConfigFileErrors(t *testing.T) {
 	cfg := writeConfig(t, `

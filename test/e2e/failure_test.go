@@ -149,9 +149,11 @@ func TestMissingRuntimeEndpoint(t *testing.T) {
 	sock := filepath.Join(root, "nothing.sock")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	cgroupRoot := fmt.Sprintf("/berth-e2e-%d", time.Now().UnixNano())
+	t.Cleanup(func() { removeCgroups(t, cgroupRoot) })
 	cmd := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "run",
 		"--root-dir", root, "--container-runtime-endpoint", "unix://"+sock,
-		"--read-only-port", strconv.Itoa(freePort(t)),
+		"--read-only-port", strconv.Itoa(freePort(t)), "--cgroup-root", cgroupRoot,
 		"--pause-binary", filepath.Join(bins, "berth-pause"))
 	out, err := cmd.CombinedOutput()
 	if err == nil {
