@@ -66,6 +66,22 @@ func (c *apiClient) pods(ctx context.Context) (*v1.PodList, error) {
 	return &list, nil
 }
 
+// events fetches the events recorded for a pod name.
+func (c *apiClient) events(ctx context.Context, namespace, pod string) (*v1.EventList, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	resp, err := c.get(ctx, "/pods/"+url.PathEscape(namespace)+"/"+url.PathEscape(pod)+"/events")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list v1.EventList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("reading the events of pod %s/%s from %s: %w", namespace, pod, c.base, err)
+	}
+	return &list, nil
+}
+
 // logQuery is the kubelet's containerLogs query.
 type logQuery struct {
 	follow     bool

@@ -22,11 +22,15 @@ import (
 type apiSource struct {
 	pods    []v1.Pod
 	logPath string
+	events  map[string][]v1.Event // "namespace/pod" -> events
 }
 
 func (s *apiSource) Pods() []v1.Pod               { return s.pods }
 func (s *apiSource) Healthy() error               { return nil }
 func (s *apiSource) ContainerRunning(string) bool { return false }
+func (s *apiSource) Events(ns, pod string) []v1.Event {
+	return s.events[ns+"/"+pod]
+}
 func (s *apiSource) ContainerLog(ns, pod, c string, previous bool) (string, string, error) {
 	if previous {
 		return "", "", fmt.Errorf("previous terminated container %q in pod %s/%s: %w", c, ns, pod, fs.ErrNotExist)
@@ -42,7 +46,7 @@ func startAPI(t *testing.T) *httptest.Server {
 		t.Fatal(err)
 	}
 	src := &apiSource{pods: testList().Items, logPath: logPath}
-	hs := httptest.NewServer(server.New("", src, slog.New(slog.DiscardHandler)).Handler())
+	hs := httptest.NewServer(server.New("", src, nil, slog.New(slog.DiscardHandler)).Handler())
 	t.Cleanup(hs.Close)
 	return hs
 }

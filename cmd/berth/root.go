@@ -13,10 +13,10 @@ static pod manifests (Kubernetes v1 Pod YAML in a directory, as with
 kubelet --pod-manifest-path) on a real container runtime over the CRI: by
 default a containerd that berth starts and manages itself, or any CRI runtime
 you point it at. It keeps the pods' containers running, restarts them by their
-restart policy, and serves their status and logs on a local read-only API
-that "berth pods" and "berth logs" read. It takes the kubelet's own
-KubeletConfiguration file and flag names, so an existing kubelet setup carries
-over.`,
+restart policy, and serves their status, events and logs on a local read-only
+API that "berth pods", "berth describe" and "berth logs" read. It takes the
+kubelet's own KubeletConfiguration file and flag names, so an existing kubelet
+setup carries over.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -24,6 +24,7 @@ over.`,
 	root.AddCommand(
 		newRunCommand(),
 		newPodsCommand(),
+		newDescribeCommand(),
 		newLogsCommand(),
 		newImagesCommand(),
 		newVersionCommand(version),

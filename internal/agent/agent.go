@@ -15,10 +15,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pleg"
@@ -71,6 +74,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log.Warn("reading the node's /etc/hosts failed; host-network pods get an empty one", "err", err)
 	}
 	statuses := status.NewManager()
+	recorder := events.NewRecorder(clk, "berth", cfg.NodeName)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	deps := podworker.Deps{
 		Runtime:         rt.cri,
 		Volumes:         volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
@@ -84,6 +90,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		NodeAllocatable: allocatable,
 		NodeHosts:       nodeHosts,
 		RuntimeName:     rt.name,
+		Events:          recorder,
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
@@ -123,7 +130,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		}
 	})
 	if apiListener != nil {
-		srv := server.New(apiListener.Addr().String(), &apiSource{loop: loop, cri: rt.cri}, log)
+		srv := server.New(apiListener.Addr().String(), &apiSource{loop: loop, cri: rt.cri, events: recorder}, registry, log)
 		bg.Go(func() {
 			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)

@@ -73,6 +73,7 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 		sandboxID, err = d.Runtime.RunPodSandbox(ctx, sbCfg)
 		if err != nil {
 			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: fmt.Sprintf("create pod sandbox: %v", err)}
+			w.event(pod, v1.EventTypeWarning, reasonSandboxFailed, "Failed to create pod sandbox: "+err.Error())
 			log.Warn("creating sandbox failed", "err", err)
 			return retryAfterError
 		}
@@ -86,6 +87,7 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 
 	for _, k := range plan.Kill {
 		log.Info("stopping container", "container", k.Name, "reason", k.Reason)
+		w.event(pod, v1.EventTypeNormal, "Killing", k.Reason)
 		if err := w.stopContainer(ctx, pod, k.ID, k.Name, gracePeriod(pod), log); err != nil {
 			log.Warn("stopping container failed", "container", k.Name, "err", err)
 		}
@@ -125,6 +127,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	now := d.Clock.Now()
 	if left, msg := checkBackOff(w.ws.backOff, now, pod, c, st); left > 0 {
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCrashLoopBackOff, Message: msg}
+		w.event(pod, v1.EventTypeWarning, "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID))
 		return left
 	}
 
@@ -138,6 +141,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if err != nil {
 		w.ws.pullBackOff.Next(pullKey, now)
 		w.waiting[c.Name] = status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
+		w.event(pod, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
 		log.Warn("image not available", "container", c.Name, "image", c.Image, "err", err)
 		return w.ws.pullBackOff.Get(pullKey)
 	}
@@ -186,15 +190,19 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	id, err := d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateContainerError, Message: err.Error()}
+		w.event(pod, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		log.Warn("creating container failed", "container", c.Name, "err", err)
 		return retryAfterError
 	}
+	w.event(pod, v1.EventTypeNormal, "Created", "Created container "+c.Name)
 	if err := d.Runtime.StartContainer(ctx, id); err != nil {
+		w.event(pod, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		w.waiting[c.Name] = status.Waiting{Reason: reasonRunContainerError, Message: err.Error()}
 		log.Warn("starting container failed", "container", c.Name, "err", err)
 		return retryAfterError
 	}
 	delete(w.waiting, c.Name)
+	w.event(pod, v1.EventTypeNormal, "Started", "Started container "+c.Name)
 	log.Info("started container", "container", c.Name, "id", id, "restartCount", restartCount)
 	w.removeOldInstances(ctx, st, c.Name, log)
 
@@ -202,6 +210,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		podIP := opts.PodIP
 		if err := runHandler(ctx, d.Runtime, h.PostStart, c, id, podIP, postStartTimeout); err != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
+			w.event(pod, v1.EventTypeWarning, "FailedPostStartHook", msg)
 			log.Warn("postStart hook failed; killing container", "container", c.Name, "err", err)
 			w.waiting[c.Name] = status.Waiting{Reason: reasonPostStartHookError, Message: msg}
 			if err := w.stopContainer(ctx, pod, id, c.Name, 0, log); err != nil {

@@ -44,12 +44,17 @@ func (p Plan) String() string {
 		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.NextInit, p.Start, len(p.Kill))
 }
 
-// ComputePlan decides, from the pod's spec and what the runtime reports,
-// which sandbox and containers to create, start or stop. It implements the
-// kubelet's rules: init containers one at a time in order, app containers
-// by restart policy, and a new sandbox (killing the old) when the sandbox is
-// gone or has lost its network.
-func ComputePlan(pod *v1.Pod, st *container.PodStatus) Plan {
+// Verdict says which probe condemned a running container ("liveness" or
+// "startup"), or "" when none did. A nil Verdict condemns nothing.
+type Verdict func(containerID string) string
+
+// ComputePlan decides, from the pod's spec, what the runtime reports and the
+// probes' verdicts, which sandbox and containers to create, start or stop.
+// It implements the kubelet's rules: init containers one at a time in order,
+// app containers by restart policy, a container whose liveness or startup
+// probe failed is killed (and restarted unless the policy is Never), and a
+// new sandbox (killing the old) when the sandbox is gone or lost its network.
+func ComputePlan(pod *v1.Pod, st *container.PodStatus, failed Verdict) Plan {
 	plan := Plan{NextInit: -1}
 	createSandbox, attempt, sandboxID := sandboxChanged(pod, st)
 	plan.KillPod, plan.CreateSandbox = createSandbox, createSandbox
@@ -108,14 +113,24 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus) Plan {
 			}
 			continue
 		}
+		reason := ""
 		if want := kuberuntime.ContainerHash(c); cs.Hash != "" && cs.Hash != want {
-			plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: "container spec changed"})
-			if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
-				plan.Start = append(plan.Start, i)
+			reason = "container spec changed"
+		} else if failed != nil {
+			if probe := failed(cs.ID); probe != "" {
+				reason = fmt.Sprintf("Container %s failed %s probe", c.Name, probe)
 			}
+		}
+		if reason == "" {
+			keep++
 			continue
 		}
-		keep++
+		restart := pod.Spec.RestartPolicy != v1.RestartPolicyNever
+		if restart {
+			plan.Start = append(plan.Start, i)
+			reason += ", will be restarted"
+		}
+		plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: reason})
 	}
 	if keep == 0 && len(plan.Start) == 0 {
 		plan.KillPod = true

@@ -64,10 +64,11 @@ func TestComputePlan(t *testing.T) {
 	running := container.StateRunning
 	exited := container.StateExited
 	tests := []struct {
-		name string
-		pod  *v1.Pod
-		st   func(*v1.Pod) *container.PodStatus
-		want Plan
+		name   string
+		pod    *v1.Pod
+		st     func(*v1.Pod) *container.PodStatus
+		failed map[string]string // container ID -> probe that condemned it
+		want   Plan
 	}{
 		{
 			name: "new pod: sandbox and every app container",
@@ -193,7 +194,27 @@ func TestComputePlan(t *testing.T) {
 				return st
 			},
 			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
-				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "container spec changed"}}},
+				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "container spec changed, will be restarted"}}},
+		},
+		{
+			name: "a failed liveness probe kills and restarts the container",
+			pod:  testPod(v1.RestartPolicyAlways, nil, "a", "b"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", running, 0})
+			},
+			failed: map[string]string{"b-b": "liveness"},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1},
+				Kill: []Kill{{ID: "b-b", Name: "b", Reason: "Container b failed liveness probe, will be restarted"}}},
+		},
+		{
+			name: "a failed startup probe with Never kills the container for good",
+			pod:  testPod(v1.RestartPolicyNever, nil, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0})
+			},
+			failed: map[string]string{"a-a": "startup"},
+			want: Plan{KillPod: true, SandboxID: "sb1", NextInit: -1,
+				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "Container a failed startup probe"}}},
 		},
 		{
 			name: "running app containers mean the inits are done, even if GC removed them",
@@ -206,7 +227,8 @@ func TestComputePlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ComputePlan(tt.pod, tt.st(tt.pod))
+			verdict := func(id string) string { return tt.failed[id] }
+			got := ComputePlan(tt.pod, tt.st(tt.pod), verdict)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ComputePlan:\n got  %+v\n want %+v", got, tt.want)
 			}

@@ -31,6 +31,7 @@ func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string
 			podIP = w.published.PodIP
 		}
 		if err := runHandler(ctx, d.Runtime, c.Lifecycle.PreStop, c, id, podIP, time.Duration(grace)*time.Second); err != nil {
+			w.event(pod, v1.EventTypeWarning, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 			log.Warn("preStop hook failed", "container", name, "err", err)
 		}
 		grace -= int64(d.Clock.Since(start) / time.Second)
@@ -55,6 +56,7 @@ func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStat
 		if pod == nil && cs.TerminationGracePeriod > 0 {
 			grace = cs.TerminationGracePeriod
 		}
+		w.event(pod, v1.EventTypeNormal, "Killing", "Stopping container "+cs.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -83,6 +85,9 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	}
 	if pod != nil {
 		w.publish(pod, st, true)
+		if d.Probes != nil {
+			d.Probes.StopLivenessAndStartup(pod)
+		}
 	}
 	log.Info("killing pod", "containers", len(st.ActiveContainers()))
 	if err := w.stopPod(ctx, pod, st, log); err != nil {
@@ -116,6 +121,9 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	}
 	if err := os.RemoveAll(filepath.Join(d.PodLogsDir, ns+"_"+name+"_"+string(w.uid))); err != nil {
 		log.Warn("removing pod logs failed", "err", err)
+	}
+	if pod != nil && d.Probes != nil {
+		d.Probes.RemovePod(pod)
 	}
 	d.Status.Delete(w.uid)
 	log.Info("pod removed")

@@ -148,7 +148,11 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError
 	}
-	plan := ComputePlan(pod, st)
+	var verdict Verdict
+	if d.Probes != nil {
+		verdict = d.Probes.Failed
+	}
+	plan := ComputePlan(pod, st, verdict)
 	log.Debug("sync", "plan", plan.String())
 	if w.published == nil {
 		// Show the pod (Pending) before a first sync that may pull images
@@ -166,6 +170,11 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		}
 	}
 	w.publish(pod, st, false)
+	if d.Probes != nil {
+		// After publishing: the probes find the new containers' IDs in the
+		// status.
+		d.Probes.AddPod(pod)
+	}
 	return next
 }
 
@@ -174,9 +183,12 @@ func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool)
 	if w.published == nil {
 		w.published = adoptedStatus(st)
 	}
+	ready, started := w.probeResults(pod, st)
 	out := status.Generate(status.Input{
 		Pod:         pod,
 		Runtime:     st,
+		Ready:       ready,
+		Started:     started,
 		Waiting:     w.waiting,
 		SyncError:   w.syncError,
 		HostIP:      d.HostIP,
@@ -215,4 +227,38 @@ func adoptedStatus(st *container.PodStatus) *v1.PodStatus {
 	first := st.Sandboxes[len(st.Sandboxes)-1].CreatedAt
 	start := metav1.NewTime(first)
 	return &v1.PodStatus{StartTime: &start}
+}
+
+// probeResults are the readiness and startup callbacks of status.Generate:
+// a container with such a probe is ready (started) when its probe says so;
+// one without is when it runs.
+func (w *worker) probeResults(pod *v1.Pod, st *container.PodStatus) (ready, started func(string) bool) {
+	probes := w.ws.deps.Probes
+	if probes == nil || st == nil {
+		return nil, nil
+	}
+	spec := func(id string) *v1.Container {
+		for i := range st.Containers {
+			if st.Containers[i].ID == id {
+				return specContainer(pod, st.Containers[i].Name)
+			}
+		}
+		return nil
+	}
+	ready = func(id string) bool {
+		c := spec(id)
+		return c == nil || c.ReadinessProbe == nil || probes.Ready(id)
+	}
+	started = func(id string) bool {
+		c := spec(id)
+		return c == nil || c.StartupProbe == nil || probes.Started(id)
+	}
+	return ready, started
+}
+
+// event records an event about pod, when berth records events.
+func (w *worker) event(pod *v1.Pod, eventType, reason, message string) {
+	if r := w.ws.deps.Events; r != nil && pod != nil {
+		r.Event(pod, eventType, reason, message)
+	}
 }

@@ -48,11 +48,32 @@ type PodCgroups interface {
 	RemovePod(uid types.UID) error
 }
 
+// Probes is the probe manager (package prober), seen from a pod worker.
+type Probes interface {
+	AddPod(pod *v1.Pod)
+	StopLivenessAndStartup(pod *v1.Pod)
+	RemovePod(pod *v1.Pod)
+	// Ready and Started are the readiness and startup results of a
+	// container that has such a probe.
+	Ready(containerID string) bool
+	Started(containerID string) bool
+	// Failed names the probe ("liveness" or "startup") whose failure
+	// condemned the container, or "".
+	Failed(containerID string) string
+}
+
+// EventRecorder records what happened to a pod, in the kubelet's words.
+type EventRecorder interface {
+	Event(pod *v1.Pod, eventType, reason, message string)
+}
+
 // Deps is what every worker shares. All of it is safe for concurrent use.
 type Deps struct {
 	Runtime    Runtime
 	Volumes    Volumes
 	Cgroups    PodCgroups
+	Probes     Probes
+	Events     EventRecorder
 	Status     *status.Manager
 	Clock      clock.WithTicker
 	Log        *slog.Logger

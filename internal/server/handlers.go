@@ -28,11 +28,43 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // pods answers like the kubelet's read-only /pods: a v1 PodList.
 func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
-	list := podList(s.src.Pods())
-	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(list); err != nil {
-		s.log.Debug("writing /pods", "err", err)
+	s.writeJSON(w, r, podList(s.src.Pods()))
+}
+
+// podEvents answers with a pod's events as a v1 EventList, what the API
+// server lists for an involvedObject. The events are kept by pod name, so a
+// pod that is gone still answers while its events are kept; a name with
+// neither a pod nor events is a 404.
+func (s *Server) podEvents(w http.ResponseWriter, r *http.Request) {
+	namespace, podName := r.PathValue("namespace"), r.PathValue("pod")
+	events := s.src.Events(namespace, podName)
+	if len(events) == 0 && !hasPod(s.src.Pods(), namespace, podName) {
+		http.Error(w, fmt.Sprintf("pod %s/%s not found", namespace, podName), http.StatusNotFound)
+		return
 	}
+	if events == nil {
+		events = []v1.Event{}
+	}
+	s.writeJSON(w, r, &v1.EventList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
+		Items:    events,
+	})
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.log.Debug("writing a response", "path", r.URL.Path, "err", err)
+	}
+}
+
+func hasPod(pods []v1.Pod, namespace, name string) bool {
+	for i := range pods {
+		if pods[i].Namespace == namespace && pods[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func podList(pods []v1.Pod) *v1.PodList {

@@ -1,8 +1,9 @@
 // Package server is berth's local read-only HTTP API, the counterpart of the
-// kubelet's read-only port: /healthz, /pods and /containerLogs, with the
-// kubelet's paths, query parameters and response shapes, so the same tools
-// and habits work against it. It has no authentication; berth binds it to
-// loopback by default.
+// kubelet's read-only port: /healthz, /pods, /containerLogs and /metrics,
+// with the kubelet's paths, query parameters and response shapes, so the same
+// tools and habits work against it, and /pods/{namespace}/{name}/events,
+// which stands in for the API server's events of a pod. It has no
+// authentication; berth binds it to loopback by default.
 package server
 
 import (
@@ -14,6 +15,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -32,6 +35,9 @@ type Source interface {
 	// ContainerRunning reports whether the container instance is still
 	// running, so a follower knows when its log is complete.
 	ContainerRunning(containerID string) bool
+	// Events returns the events recorded for the pod name, oldest first;
+	// the caller owns the copies.
+	Events(namespace, pod string) []v1.Event
 }
 
 const (
@@ -43,6 +49,9 @@ const (
 	// the container runs.
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
+	// metricsTimeout bounds one /metrics answer; Prometheus's default
+	// scrape timeout is the same.
+	metricsTimeout = 10 * time.Second
 )
 
 // Server serves the API for one Source.
@@ -53,12 +62,23 @@ type Server struct {
 	mux  *http.ServeMux
 }
 
-// New returns a server that will listen on addr (host:port).
-func New(addr string, src Source, log *slog.Logger) *Server {
+// New returns a server that will listen on addr (host:port) and serve
+// gatherer's metrics on /metrics; with a nil gatherer there is no /metrics.
+func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
 	s := &Server{addr: addr, src: src, log: log, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /pods", s.pods)
+	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/events", s.podEvents)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	if gatherer != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			// One collector failing must not hide every other metric.
+			ErrorHandling: promhttp.ContinueOnError,
+			// A stuck collector must not hold a scrape forever.
+			Timeout: metricsTimeout,
+		}))
+	}
 	return s
 }
 

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,7 @@ type fakeSource struct {
 	healthy error
 	logs    map[string]string // "ns/pod/container" -> path
 	logErr  error
+	events  map[string][]v1.Event // "ns/pod" -> events
 
 	mu      sync.Mutex
 	running map[string]bool
@@ -40,6 +42,10 @@ type fakeSource struct {
 
 func (f *fakeSource) Pods() []v1.Pod { return f.pods }
 func (f *fakeSource) Healthy() error { return f.healthy }
+
+func (f *fakeSource) Events(namespace, pod string) []v1.Event {
+	return f.events[namespace+"/"+pod]
+}
 
 func (f *fakeSource) ContainerLog(namespace, pod, container string, previous bool) (string, string, error) {
 	if f.logErr != nil {
@@ -87,7 +93,7 @@ func logFile(t *testing.T, content string) string {
 }
 
 func newTestServer(src Source) *Server {
-	return New("127.0.0.1:0", src, slog.New(slog.DiscardHandler))
+	return New("127.0.0.1:0", src, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 }
 
 func get(t *testing.T, h http.Handler, target string) *httptest.ResponseRecorder {
@@ -372,7 +378,7 @@ func TestRunReportsListenError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = New(ln.Addr().String(), &fakeSource{}, slog.New(slog.DiscardHandler)).Run(context.Background())
+	err = New(ln.Addr().String(), &fakeSource{}, nil, slog.New(slog.DiscardHandler)).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("Run on a busy port = %v", err)
 	}
