@@ -11,6 +11,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+
+	"github.com/berth-dev/berth/internal/expansion"
 )
 
 // ContainerOptions are the facts about the node, the pod's volumes and the
@@ -91,7 +93,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	if image == "" {
 		image = c.Image
 	}
-	lookup := mapLookup(envMap(env))
+	lookup := expansion.MapLookup(envMap(env))
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:   &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(opts.RestartCount)},
 		Image:      &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: c.Image},
@@ -164,7 +166,7 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 	}
 	out := make([]string, len(in))
 	for i, s := range in {
-		out[i] = expand(s, lookup)
+		out[i] = expansion.Expand(s, lookup)
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/berth-dev/berth/internal/expansion"
 )
 
 // envVar is one resolved environment variable.
@@ -35,13 +37,13 @@ func makeEnvironment(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]env
 	}
 	values := make(map[string]string, len(c.Env))
 	order := make([]string, 0, len(c.Env))
-	lookup := mapLookup(values)
+	lookup := expansion.MapLookup(values)
 	for i := range c.Env {
 		e := &c.Env[i]
 		var val string
 		switch {
 		case e.Value != "":
-			val = expand(e.Value, lookup)
+			val = expansion.Expand(e.Value, lookup)
 		case e.ValueFrom != nil:
 			var err error
 			if val, err = envValueFrom(pod, c, e.ValueFrom, opts); err != nil {

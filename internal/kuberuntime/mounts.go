@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/expansion"
 )
 
 const etcHostsPath = "/etc/hosts"
@@ -136,7 +138,7 @@ func checkSubPath(sub string) error {
 func expandSubPathExpr(expr string, env []envVar) (string, error) {
 	values := envMap(env)
 	missing := map[string]bool{}
-	out := expand(expr, func(name string) (string, bool) {
+	out := expansion.Expand(expr, func(name string) (string, bool) {
 		v := values[name]
 		if v == "" {
 			missing[name] = true

@@ -1,15 +1,17 @@
-package kuberuntime
+// Package expansion expands $(VAR) references the way Kubernetes does in
+// command, args, env values, subPathExpr and exec probe commands.
+package expansion
 
 import "strings"
 
-// expand replaces every $(NAME) reference in s with lookup(NAME), with the
+// Expand replaces every $(NAME) reference in s with lookup(NAME), with the
 // semantics Kubernetes documents for command, args, env values and
 // subPathExpr:
 //   - $$ is an escaped $ and yields a single $ (so $$(NAME) yields "$(NAME)");
 //   - a reference whose name lookup does not know is left as written;
 //   - a $ followed by anything else, or a $( that is never closed, is copied
 //     literally.
-func expand(s string, lookup func(name string) (string, bool)) string {
+func Expand(s string, lookup func(name string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -45,8 +47,8 @@ func expand(s string, lookup func(name string) (string, bool)) string {
 	return b.String()
 }
 
-// mapLookup resolves references against the given maps, earliest first.
-func mapLookup(maps ...map[string]string) func(string) (string, bool) {
+// MapLookup resolves references against the given maps, earliest first.
+func MapLookup(maps ...map[string]string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		for _, m := range maps {
 			if v, ok := m[name]; ok {

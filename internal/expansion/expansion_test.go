@@ -1,4 +1,4 @@
-package kuberuntime
+package expansion
 
 import "testing"
 
@@ -41,14 +41,14 @@ func TestExpand(t *testing.T) {
 		{"ünïcødé $(B)", "ünïcødé beta"},
 	}
 	for _, tt := range tests {
-		if got := expand(tt.in, mapLookup(vars)); got != tt.want {
-			t.Errorf("expand(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := Expand(tt.in, MapLookup(vars)); got != tt.want {
+			t.Errorf("Expand(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
 func TestMapLookupPrecedence(t *testing.T) {
-	lookup := mapLookup(map[string]string{"X": "first"}, map[string]string{"X": "second", "Y": "y"})
+	lookup := MapLookup(map[string]string{"X": "first"}, map[string]string{"X": "second", "Y": "y"})
 	if v, _ := lookup("X"); v != "first" {
 		t.Errorf("X = %q, want first", v)
 	}
