@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -27,10 +28,15 @@ import (
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/podworker"
+	"github.com/berth-dev/berth/internal/prober"
+	"github.com/berth-dev/berth/internal/prober/probe"
 	"github.com/berth-dev/berth/internal/server"
 	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/volume"
 )
+
+// probeUserAgent is what berth's HTTP probes send, the kubelet's form.
+const probeUserAgent = "kube-probe/1.37"
 
 // shutdownTimeout bounds each step of an orderly shutdown.
 const shutdownTimeout = 30 * time.Second
@@ -77,6 +83,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	recorder := events.NewRecorder(clk, "berth", cfg.NodeName)
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	probes, err := prober.NewManager(probe.NewRunner(rt.cri, probeUserAgent), statuses, recorder, clk, registry,
+		filepath.Join(cfg.RootDir, "probes", "state.json"), log)
+	if err != nil {
+		return fmt.Errorf("probes: %w", err)
+	}
 	deps := podworker.Deps{
 		Runtime:         rt.cri,
 		Volumes:         volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
@@ -91,6 +102,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		NodeHosts:       nodeHosts,
 		RuntimeName:     rt.name,
 		Events:          recorder,
+		Probes:          probeVerdicts{probes},
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
@@ -104,6 +116,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log:      log,
 		clk:      clk,
 		cgroups:  cgroups,
+		probes:   probes,
 		workers:  workers,
 		statuses: statuses,
 		pleg:     relist,
@@ -119,6 +132,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
 	bg.Go(func() { rt.supervise(ctx, log) })
+	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {
 		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })
 	}

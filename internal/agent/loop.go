@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/podworker"
+	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -32,6 +33,7 @@ type syncLoop struct {
 	pleg     *pleg.PLEG
 	// cgroups is the pod cgroup tree; nil without cgroupsPerQOS.
 	cgroups *hierarchy.Hierarchy
+	probes  *prober.Manager
 
 	// Owned by run; the mutex only guards reads from the local API.
 	mu          sync.RWMutex
@@ -62,6 +64,10 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 			}
 		case ev := <-events:
 			l.applyEvent(ev)
+		case u := <-l.probes.Updates():
+			// A probe result changed: the pod's status changes, and a failed
+			// liveness or startup probe means a restart.
+			l.workers.Notify(u.PodUID)
 		case <-housekeeping.C():
 			l.housekeep()
 		}
@@ -113,6 +119,13 @@ func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
 			l.log.Warn("updating the QoS cgroups failed", "err", err)
 		}
 	}
+	wanted := map[types.UID]bool{}
+	for _, e := range next {
+		if e.rejected == "" {
+			wanted[e.pod.UID] = true
+		}
+	}
+	l.probes.CleanupPods(wanted)
 	c := diff(prev, next)
 	for _, pod := range c.kill {
 		l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)

@@ -1,0 +1,179 @@
+package prober
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/atomicfile"
+)
+
+// The state file remembers readiness and startup results by container ID, so
+// that after a berth restart a container that was ready stays ready (and a
+// started one stays started) until a probe says otherwise:
+//
+//	{"version":1,"containers":{"<runtime id>":{"podUID":"...","readiness":"Success","startup":"Success"}}}
+
+const stateVersion = 1
+
+type stateFile struct {
+	Version    int                       `json:"version"`
+	Containers map[string]containerState `json:"containers"`
+}
+
+type containerState struct {
+	PodUID    types.UID `json:"podUID"`
+	Readiness *Result   `json:"readiness,omitempty"`
+	Startup   *Result   `json:"startup,omitempty"`
+}
+
+// loadState reads the results saved at path. A missing file is an empty
+// state. A file that does not decode or validate is never trusted: it is
+// logged, moved aside to path+".corrupt" for a human to look at, and berth
+// starts empty (readiness then begins at Failure, as for new containers).
+func loadState(path string, log *slog.Logger) (map[resultKey]cachedResult, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[resultKey]cachedResult{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read probe state: %w", err)
+	}
+	results, err := decodeState(data)
+	if err != nil {
+		aside := path + ".corrupt"
+		log.Error("probe state file is corrupt; moved aside, starting with no saved probe results",
+			"path", path, "movedTo", aside, "err", err)
+		if rerr := os.Rename(path, aside); rerr != nil {
+			log.Error("cannot move the corrupt probe state file aside", "path", path, "err", rerr)
+		}
+		return map[resultKey]cachedResult{}, nil
+	}
+	return results, nil
+}
+
+func decodeState(data []byte) (map[resultKey]cachedResult, error) {
+	var f stateFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("decode: trailing data after the state object")
+	}
+	if f.Version != stateVersion {
+		return nil, fmt.Errorf("version: got %d, want %d", f.Version, stateVersion)
+	}
+	out := make(map[resultKey]cachedResult, 2*len(f.Containers))
+	for id, c := range f.Containers {
+		switch {
+		case id == "" || strings.Contains(id, "://"):
+			return nil, fmt.Errorf("containers: %q is not a bare container ID", id)
+		case c.PodUID == "":
+			return nil, fmt.Errorf("containers[%s].podUID: missing", id)
+		case c.Readiness == nil && c.Startup == nil:
+			return nil, fmt.Errorf("containers[%s]: no result", id)
+		}
+		if c.Readiness != nil {
+			out[resultKey{Readiness, id}] = cachedResult{*c.Readiness, c.PodUID}
+		}
+		if c.Startup != nil {
+			out[resultKey{Startup, id}] = cachedResult{*c.Startup, c.PodUID}
+		}
+	}
+	return out, nil
+}
+
+// encodeState writes the persisted results (readiness and startup) of a
+// results table.
+func encodeState(results map[resultKey]cachedResult) ([]byte, error) {
+	f := stateFile{Version: stateVersion, Containers: map[string]containerState{}}
+	for k, c := range results {
+		if !k.probeType.persisted() {
+			continue
+		}
+		cs := f.Containers[k.containerID]
+		cs.PodUID = c.podUID
+		r := c.result
+		if k.probeType == Readiness {
+			cs.Readiness = &r
+		} else {
+			cs.Startup = &r
+		}
+		f.Containers[k.containerID] = cs
+	}
+	return json.Marshal(f)
+}
+
+func saveState(path string, data []byte) error {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
+		return fmt.Errorf("save probe state: %w", err)
+	}
+	return nil
+}
+
+// persistRetry is how long a failed save waits before trying again.
+const persistRetry = 5 * time.Second
+
+// persist saves the state file whenever a persisted result changes. Saves
+// coalesce: changes made while one is being written go into the next.
+func (m *Manager) persist(ctx context.Context) {
+	if m.statePath == "" {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.dirty:
+		}
+		for {
+			err := m.flush()
+			if err == nil {
+				break
+			}
+			m.log.Error("cannot save probe state; will retry", "path", m.statePath, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-m.clk.After(persistRetry):
+			}
+		}
+	}
+}
+
+// flush writes the state file if a persisted result changed since the last
+// write.
+func (m *Manager) flush() error {
+	if m.statePath == "" {
+		return nil
+	}
+	m.saveMu.Lock()
+	defer m.saveMu.Unlock()
+	m.mu.RLock()
+	gen := m.gen
+	if gen == m.saved {
+		m.mu.RUnlock()
+		return nil
+	}
+	data, err := encodeState(m.results)
+	m.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	if err := saveState(m.statePath, data); err != nil {
+		return err
+	}
+	m.saved = gen
+	return nil
+}
