@@ -88,7 +88,11 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	for _, k := range plan.Kill {
 		log.Info("stopping container", "container", k.Name, "reason", k.Reason)
 		w.event(pod, v1.EventTypeNormal, "Killing", k.Reason)
-		if err := w.stopContainer(ctx, pod, k.ID, k.Name, gracePeriod(pod), log); err != nil {
+		grace := gracePeriod(pod)
+		if k.GracePeriod != nil {
+			grace = *k.GracePeriod
+		}
+		if err := w.stopContainer(ctx, pod, k.ID, k.Name, grace, log); err != nil {
 			log.Warn("stopping container failed", "container", k.Name, "err", err)
 		}
 	}

@@ -31,6 +31,9 @@ type Plan struct {
 type Kill struct {
 	ID, Name string
 	Reason   string
+	// GracePeriod overrides the pod's terminationGracePeriodSeconds: a
+	// probe may set its own for the kills it causes.
+	GracePeriod *int64
 }
 
 // Idle reports whether the plan asks for nothing: the pod is as its spec
@@ -114,11 +117,13 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, failed Verdict) Plan {
 			continue
 		}
 		reason := ""
+		var grace *int64
 		if want := kuberuntime.ContainerHash(c); cs.Hash != "" && cs.Hash != want {
 			reason = "container spec changed"
 		} else if failed != nil {
 			if probe := failed(cs.ID); probe != "" {
 				reason = fmt.Sprintf("Container %s failed %s probe", c.Name, probe)
+				grace = probeGracePeriod(c, probe)
 			}
 		}
 		if reason == "" {
@@ -130,7 +135,7 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, failed Verdict) Plan {
 			plan.Start = append(plan.Start, i)
 			reason += ", will be restarted"
 		}
-		plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: reason})
+		plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: reason, GracePeriod: grace})
 	}
 	if keep == 0 && len(plan.Start) == 0 {
 		plan.KillPod = true
@@ -226,4 +231,17 @@ func shouldRestart(pod *v1.Pod, c *v1.Container, st *container.PodStatus) bool {
 		return cs.ExitCode != 0
 	}
 	return true
+}
+
+// probeGracePeriod is the probe-level terminationGracePeriodSeconds of the
+// probe that condemned c, if it sets one.
+func probeGracePeriod(c *v1.Container, probe string) *int64 {
+	p := c.LivenessProbe
+	if probe == "startup" {
+		p = c.StartupProbe
+	}
+	if p == nil {
+		return nil
+	}
+	return p.TerminationGracePeriodSeconds
 }

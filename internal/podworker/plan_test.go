@@ -207,6 +207,20 @@ func TestComputePlan(t *testing.T) {
 				Kill: []Kill{{ID: "b-b", Name: "b", Reason: "Container b failed liveness probe, will be restarted"}}},
 		},
 		{
+			name: "a probe's own grace period applies to the kill it causes",
+			pod: func() *v1.Pod {
+				p := testPod(v1.RestartPolicyAlways, nil, "a")
+				p.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: ptr(int64(3))}
+				return p
+			}(),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0})
+			},
+			failed: map[string]string{"a-a": "liveness"},
+			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
+				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "Container a failed liveness probe, will be restarted", GracePeriod: ptr(int64(3))}}},
+		},
+		{
 			name: "a failed startup probe with Never kills the container for good",
 			pod:  testPod(v1.RestartPolicyNever, nil, "a"),
 			st: func(p *v1.Pod) *container.PodStatus {
@@ -239,3 +253,5 @@ func TestComputePlan(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

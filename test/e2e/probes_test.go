@@ -57,7 +57,7 @@ spec:
   containers:
   - name: web
     image: %s
-    command: ["sh", "-c", "mkdir -p /www && (sleep 3; echo ok > /www/healthz) & exec httpd -f -p 8080 -h /www"]
+    command: ["sh", "-c", "mkdir -p /www; (sleep 3; echo ok > /www/healthz) & exec httpd -f -p 8080 -h /www"]
     ports: [{name: http, containerPort: 8080}]
     readinessProbe:
       httpGet: {path: /healthz, port: http}
@@ -73,6 +73,15 @@ spec:
 	})
 	n.waitRunning("ready", time.Minute)
 	n.waitEvent("ready", "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 404")
+	metrics, err := n.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"prober_probe_total{", `probe_type="Readiness"`, `pod="ready-` + nodeName + `"`, `result="successful"`, "prober_probe_duration_seconds"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 // An exec liveness probe that starts failing gets the container killed and
