@@ -82,6 +82,21 @@ spec:
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+
+	// A restart of berth (even kill -9) keeps the ready pod ready: the
+	// first status the new berth shows already says so.
+	n.kill9()
+	n.start()
+	waitFor(t, time.Minute, "the pod back in /pods", func() (bool, string) {
+		p := n.pod("ready")
+		if p == nil || len(p.Status.ContainerStatuses) == 0 {
+			return false, describe(p)
+		}
+		if !p.Status.ContainerStatuses[0].Ready || !podReady(p) {
+			t.Fatalf("after a restart the ready pod is shown unready: %s", describe(p))
+		}
+		return true, ""
+	})
 }
 
 // An exec liveness probe that starts failing gets the container killed and
