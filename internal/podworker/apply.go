@@ -212,7 +212,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 
 	if h := c.Lifecycle; h != nil && h.PostStart != nil {
 		podIP := opts.PodIP
-		if err := runHandler(ctx, d.Runtime, h.PostStart, c, id, podIP, postStartTimeout); err != nil {
+		if err := runHandler(ctx, d.Runtime, w.ws.httpHooks, h.PostStart, pod, c, id, podIP, postStartTimeout); err != nil {
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			w.event(pod, v1.EventTypeWarning, "FailedPostStartHook", msg)
 			log.Warn("postStart hook failed; killing container", "container", c.Name, "err", err)

@@ -30,7 +30,7 @@ func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string
 		if w.published != nil {
 			podIP = w.published.PodIP
 		}
-		if err := runHandler(ctx, d.Runtime, c.Lifecycle.PreStop, c, id, podIP, time.Duration(grace)*time.Second); err != nil {
+		if err := runHandler(ctx, d.Runtime, w.ws.httpHooks, c.Lifecycle.PreStop, pod, c, id, podIP, time.Duration(grace)*time.Second); err != nil {
 			w.event(pod, v1.EventTypeWarning, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 			log.Warn("preStop hook failed", "container", name, "err", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/prober/probe"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -98,6 +99,7 @@ type Workers struct {
 	deps        Deps
 	backOff     *flowcontrol.Backoff
 	pullBackOff *flowcontrol.Backoff
+	httpHooks   *probe.Runner
 	ctx         context.Context
 	cancel      context.CancelFunc
 
@@ -117,6 +119,7 @@ func NewWorkers(ctx context.Context, deps Deps) *Workers {
 		deps:        deps,
 		backOff:     NewBackOff(deps.Clock),
 		pullBackOff: NewBackOff(deps.Clock),
+		httpHooks:   probe.NewRunner(deps.Runtime, hookUserAgent),
 		ctx:         ctx,
 		cancel:      cancel,
 		workers:     map[types.UID]*worker{},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +46,17 @@ spec:
 func TestLifecycleHooks(t *testing.T) {
 	n := startNode(t)
 	hostDir := filepath.Join(n.root, "hooks")
+	// An httpGet hook is sent by berth itself; this server on the node
+	// records it.
+	hooked := make(chan *http.Request, 1)
+	hookServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case hooked <- r:
+		default:
+		}
+	}))
+	defer hookServer.Close()
+	hookPort := hookServer.Listener.Addr().(*net.TCPAddr).Port
 	n.writeManifest("hooks.yaml", fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
@@ -52,7 +65,7 @@ spec:
   terminationGracePeriodSeconds: 10
   containers:
   - name: main
-    image: %s
+    image: %[1]s
     command: ["sh", "-c", "trap 'echo stopped >> /out/events; exit 0' TERM; while sleep 1; do :; done"]
     lifecycle:
       postStart:
@@ -60,11 +73,25 @@ spec:
       preStop:
         exec: {command: ["sh", "-c", "echo pre-stop >> /out/events"]}
     volumeMounts: [{name: out, mountPath: /out}]
+  - name: web
+    image: %[1]s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]
+    lifecycle:
+      postStart:
+        httpGet: {host: 127.0.0.1, port: %[3]d, path: /started, httpHeaders: [{name: X-Pod, value: hooks}]}
   volumes:
   - name: out
-    hostPath: {path: %s, type: DirectoryOrCreate}
-`, busybox, hostDir))
+    hostPath: {path: %[2]s, type: DirectoryOrCreate}
+`, busybox, hostDir, hookPort))
 	pod := n.waitRunning("hooks", time.Minute)
+	select {
+	case r := <-hooked:
+		if r.URL.Path != "/started" || r.Header.Get("X-Pod") != "hooks" || !strings.HasPrefix(r.UserAgent(), "kube-lifecycle/") {
+			t.Errorf("httpGet postStart hook: path %s, X-Pod %q, User-Agent %q", r.URL.Path, r.Header.Get("X-Pod"), r.UserAgent())
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the httpGet postStart hook never arrived")
+	}
 	if got := n.exec(pod, "main", "cat", "/out/events"); got != "post-start\n" {
 		t.Fatalf("after start, events = %q", got)
 	}
