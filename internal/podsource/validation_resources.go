@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // validateResources checks a container's requests and limits. Maps are
@@ -56,7 +58,7 @@ func validateQuantity(name v1.ResourceName, q resource.Quantity, fldPath *field.
 	if q.Sign() < 0 {
 		return field.ErrorList{field.Invalid(fldPath, q.String(), "must be greater than or equal to 0")}
 	}
-	if isExtendedResourceName(name) && q.MilliValue()%1000 != 0 {
+	if v1helper.IsExtendedResourceName(name) && q.MilliValue()%1000 != 0 {
 		return field.ErrorList{field.Invalid(fldPath, q.String(), "must be an integer")}
 	}
 	return nil
@@ -74,7 +76,7 @@ func validateContainerResourceName(name v1.ResourceName, fldPath *field.Path) fi
 		if !isStandardContainerResource(name) {
 			errs = append(errs, field.Invalid(fldPath, name, "must be a standard resource for containers"))
 		}
-	case !isNativeResource(name) && !isExtendedResourceName(name):
+	case !v1helper.IsNativeResource(name) && !v1helper.IsExtendedResourceName(name):
 		errs = append(errs, field.Invalid(fldPath, name, "doesn't follow extended resource name standard"))
 	}
 	return errs
@@ -85,30 +87,13 @@ func isStandardContainerResource(name v1.ResourceName) bool {
 	case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage:
 		return true
 	}
-	return isHugePages(name)
-}
-
-func isHugePages(name v1.ResourceName) bool {
-	return strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
-}
-
-// isNativeResource: resources without a domain, or in kubernetes.io.
-func isNativeResource(name v1.ResourceName) bool {
-	return !strings.Contains(string(name), "/") || strings.Contains(string(name), v1.ResourceDefaultNamespacePrefix)
-}
-
-// isExtendedResourceName: a device plugin's resource, e.g. "example.com/gpu".
-func isExtendedResourceName(name v1.ResourceName) bool {
-	if isNativeResource(name) || strings.HasPrefix(string(name), v1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(content.IsLabelKey(v1.DefaultResourceRequestsPrefix+string(name))) == 0
+	return v1helper.IsHugePages(name)
 }
 
 // isOvercommitAllowed: only native resources other than huge pages may be
 // requested below their limit.
 func isOvercommitAllowed(name v1.ResourceName) bool {
-	return isNativeResource(name) && !isHugePages(name)
+	return v1helper.IsNativeResource(name) && !v1helper.IsHugePages(name)
 }
 
 // validateResourceFieldSelector accepts the resources the kubelet can put in
