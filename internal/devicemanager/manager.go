@@ -1,0 +1,341 @@
+// Package devicemanager hands devices from device plugins to containers, as
+// the kubelet's device manager does: it serves the plugins' Registration
+// service on <dir>/kubelet.sock, follows each plugin's device list, chooses
+// and allocates devices when a pod is admitted, records every allocation in
+// kubelet_internal_checkpoint before the container is created, and merges
+// the plugins' answers into the containers' CRI configs.
+//
+// Unlike the kubelet, it never re-admits a pod that is already running (a
+// berth restart keeps pods and devices as they are), and a pod whose plugin
+// has not registered yet waits for it rather than failing at once.
+package devicemanager
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/devicemanager/checkpoint"
+)
+
+const (
+	// KubeletSocket is the Registration socket's name in the plugin
+	// directory: every plugin dials this path.
+	KubeletSocket = "kubelet.sock"
+	// DefaultDir is where plugins expect it.
+	DefaultDir = pluginapi.DevicePluginPath
+	// endpointGracePeriod is how long the devices of a plugin whose stream
+	// broke still count in capacity (as unhealthy) before the resource is
+	// forgotten, as in the kubelet.
+	endpointGracePeriod = 5 * time.Minute
+)
+
+// EventRecorder records what the device manager decided, about a pod or
+// about the node.
+type EventRecorder interface {
+	Event(pod *v1.Pod, eventType, reason, message string)
+	NodeEvent(eventType, reason, message string)
+}
+
+// Options configure a Manager.
+type Options struct {
+	// Dir holds kubelet.sock, the plugins' sockets and the checkpoint.
+	Dir    string
+	Clock  clock.Clock
+	Log    *slog.Logger
+	Events EventRecorder
+	// Active tells whether a pod still holds its devices: it is wanted and
+	// not terminal. The devices of other pods are freed.
+	Active func(types.UID) bool
+}
+
+// Manager is the device manager. It is safe for concurrent use.
+type Manager struct {
+	dir    string
+	clk    clock.Clock
+	log    *slog.Logger
+	events EventRecorder
+	active func(types.UID) bool
+
+	// allocMu makes each allocation (choose, ask the plugin, record) one
+	// step, so two pods never get the same device.
+	allocMu sync.Mutex
+
+	mu        sync.Mutex
+	resources map[string]*pluginResource
+	pods      podDevices
+	// written is the checkpoint as last read or written, so that a write
+	// of the same content is skipped.
+	written []byte
+	// ctx bounds the endpoints; closed is set once berth stops taking
+	// registrations.
+	ctx    context.Context
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// pluginResource is what berth knows of one resource name.
+type pluginResource struct {
+	// devices is the plugin's last valid device list, by ID.
+	devices map[string]*pluginapi.Device
+	// ep is the connected plugin; nil while none is.
+	ep *endpoint
+	// disconnectedAt is when the plugin went away (or, for a resource
+	// known only from the checkpoint, when berth started).
+	disconnectedAt time.Time
+	// invalid says why the plugin's last device list was refused; the
+	// resource has no healthy device until a valid one comes.
+	invalid string
+}
+
+// healthy returns the devices that can be allocated.
+func (r *pluginResource) healthy() sets.Set[string] {
+	out := sets.New[string]()
+	if r.ep == nil || r.invalid != "" {
+		return out
+	}
+	for id, d := range r.devices {
+		if d.Health == pluginapi.Healthy {
+			out.Insert(id)
+		}
+	}
+	return out
+}
+
+// New returns a manager; Start brings it up.
+func New(opts Options) *Manager {
+	if opts.Dir == "" {
+		opts.Dir = DefaultDir
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Active == nil {
+		opts.Active = func(types.UID) bool { return true }
+	}
+	return &Manager{
+		dir: opts.Dir, clk: opts.Clock, log: opts.Log, events: opts.Events, active: opts.Active,
+		resources: map[string]*pluginResource{},
+		pods:      podDevices{},
+	}
+}
+
+// Start restores the checkpoint, removes the sockets of the previous run so
+// that plugins notice and register again, and serves the Registration
+// service until ctx is done. Wait waits for it to stop.
+func (m *Manager) Start(ctx context.Context) error {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fmt.Errorf("device plugin directory: %w", err)
+	}
+	if err := m.restore(); err != nil {
+		return err
+	}
+	if err := m.removeStaleSockets(); err != nil {
+		return err
+	}
+	sock := filepath.Join(m.dir, KubeletSocket)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("device plugin registration: %w", err)
+	}
+	srv := grpc.NewServer()
+	pluginapi.RegisterRegistrationServer(srv, registration{m: m})
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	m.wg.Go(func() {
+		if err := srv.Serve(ln); err != nil {
+			m.log.Error("device plugin registration stopped", "err", err)
+		}
+	})
+	m.wg.Go(func() {
+		<-ctx.Done()
+		srv.Stop()
+		m.mu.Lock()
+		m.closed = true
+		var eps []*endpoint
+		for _, r := range m.resources {
+			if r.ep != nil {
+				eps = append(eps, r.ep)
+			}
+		}
+		m.mu.Unlock()
+		for _, ep := range eps {
+			ep.stop()
+		}
+		os.Remove(sock)
+	})
+	m.log.Info("device plugin registration listening", "socket", sock)
+	return nil
+}
+
+// Wait returns once the registration service and every endpoint stopped.
+func (m *Manager) Wait() { m.wg.Wait() }
+
+// removeStaleSockets removes every socket in the directory: kubelet.sock of
+// the previous run, and the plugins' own, whose removal tells the plugins
+// to restart and register again. Other files (the checkpoint, quarantined
+// checkpoints) stay.
+func (m *Manager) removeStaleSockets() error {
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		return fmt.Errorf("device plugin directory: %w", err)
+	}
+	for _, e := range entries {
+		if e.Type()&fs.ModeSocket == 0 {
+			continue
+		}
+		path := filepath.Join(m.dir, e.Name())
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing stale socket: %w", err)
+		}
+		m.log.Debug("removed a stale socket", "path", path)
+	}
+	return nil
+}
+
+// restore loads the checkpoint. A corrupt one is moved aside, reported and
+// not trusted: berth starts with no recorded allocations.
+func (m *Manager) restore() error {
+	path := filepath.Join(m.dir, checkpoint.FileName)
+	data, err := checkpoint.Read(m.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the device checkpoint: %w", err)
+	}
+	entries, registered, format, err := checkpoint.Decode(data)
+	if err != nil {
+		moved, qerr := checkpoint.Quarantine(m.dir, m.clk.Now())
+		if qerr != nil {
+			return fmt.Errorf("device checkpoint %s is corrupt (%v) and could not be moved aside: %w", path, err, qerr)
+		}
+		msg := fmt.Sprintf("Device checkpoint %s is corrupt and was moved to %s; starting with no recorded device allocations: %v", path, moved, err)
+		m.log.Error("device checkpoint is corrupt; moved aside, starting with no recorded allocations",
+			"file", path, "movedTo", moved, "err", err)
+		m.nodeEvent(v1.EventTypeWarning, ReasonCheckpointCorrupt, msg)
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, err := range m.pods.fromCheckpointData(entries) {
+		m.log.Warn("skipping a device checkpoint entry", "file", path, "err", err)
+	}
+	now := m.clk.Now()
+	for name := range registered {
+		// Known, with no device until its plugin registers again.
+		m.resources[name] = &pluginResource{devices: map[string]*pluginapi.Device{}, disconnectedAt: now}
+	}
+	m.written = data
+	m.log.Info("restored device allocations", "file", path, "format", format, "pods", m.pods.pods().Len())
+	if format != checkpoint.FormatV2 {
+		// Rewrite it at once in today's format.
+		if err := m.writeCheckpointLocked(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeCheckpointLocked writes the checkpoint when its content changed.
+func (m *Manager) writeCheckpointLocked() error {
+	registered := map[string][]string{}
+	for name, r := range m.resources {
+		registered[name] = sets.List(r.healthy())
+	}
+	data, err := checkpoint.Encode(m.pods.toCheckpointData(), registered)
+	if err != nil {
+		return fmt.Errorf("encoding the device checkpoint: %w", err)
+	}
+	if bytes.Equal(data, m.written) {
+		return nil
+	}
+	if err := checkpoint.Write(m.dir, data); err != nil {
+		return fmt.Errorf("writing the device checkpoint: %w", err)
+	}
+	m.written = data
+	return nil
+}
+
+// forgetExpiredLocked forgets the resources whose plugin has been gone for
+// longer than the grace period.
+func (m *Manager) forgetExpiredLocked() {
+	now := m.clk.Now()
+	for name, r := range m.resources {
+		if r.ep == nil && now.Sub(r.disconnectedAt) >= endpointGracePeriod {
+			delete(m.resources, name)
+			m.log.Info("forgot a resource whose device plugin did not come back", "resource", name,
+				"gone", now.Sub(r.disconnectedAt).Round(time.Second).String())
+		}
+	}
+}
+
+// UpdateAllocatedDevices frees the devices of pods that are no longer
+// active (terminated, deleted, rejected) and forgets resources whose plugin
+// is gone for good.
+func (m *Manager) UpdateAllocatedDevices() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgetExpiredLocked()
+	var gone []string
+	for _, uid := range sets.List(m.pods.pods()) {
+		if !m.active(types.UID(uid)) {
+			gone = append(gone, uid)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	m.pods.delete(gone...)
+	m.log.Info("freed the devices of pods that are gone", "pods", gone)
+	if err := m.writeCheckpointLocked(); err != nil {
+		m.log.Error("writing the device checkpoint", "err", err)
+	}
+}
+
+// Capacity returns, per resource, every device the plugins list
+// (capacity) and the healthy ones (allocatable).
+func (m *Manager) Capacity() (capacity, allocatable v1.ResourceList) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgetExpiredLocked()
+	capacity, allocatable = v1.ResourceList{}, v1.ResourceList{}
+	for name, r := range m.resources {
+		capacity[v1.ResourceName(name)] = *resourceQuantity(len(r.devices))
+		allocatable[v1.ResourceName(name)] = *resourceQuantity(r.healthy().Len())
+	}
+	return capacity, allocatable
+}
+
+func (m *Manager) nodeEvent(eventType, reason, message string) {
+	if m.events != nil {
+		m.events.NodeEvent(eventType, reason, message)
+	}
+}
+
+func (m *Manager) podEvent(pod *v1.Pod, eventType, reason, message string) {
+	if m.events != nil {
+		m.events.Event(pod, eventType, reason, message)
+	}
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[K ~string, V any](m map[K]V) []K { return slices.Sorted(maps.Keys(m)) }

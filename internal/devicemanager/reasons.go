@@ -1,0 +1,20 @@
+package devicemanager
+
+// The reasons of the device manager's pod statuses and events. The first two
+// are the kubelet's; the node-level ones are berth's, since the kubelet only
+// logs these.
+const (
+	// ReasonUnexpectedAdmissionError rejects a pod whose devices could not
+	// be allocated.
+	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+	// ReasonDevicePluginNotReady keeps a pod Pending while the plugin of a
+	// resource it needs has not registered.
+	ReasonDevicePluginNotReady = "DevicePluginNotReady"
+
+	ReasonCheckpointCorrupt  = "DeviceCheckpointCorrupt"
+	ReasonPluginRegistered   = "DevicePluginRegistered"
+	ReasonPluginRefused      = "DevicePluginRefused"
+	ReasonPluginDisconnected = "DevicePluginDisconnected"
+	ReasonInvalidDeviceList  = "DevicePluginInvalidDevices"
+	ReasonConflictingOptions = "DeviceOptionsConflict"
+)
