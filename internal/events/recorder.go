@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
 
@@ -32,23 +33,27 @@ type Recorder struct {
 	source v1.EventSource
 
 	mu sync.Mutex
-	// pods holds each pod name's events, least recently seen first.
-	pods map[podName][]v1.Event
+	// objects holds each object's events (a pod's by name), least recently
+	// seen first.
+	objects map[object][]v1.Event
 	// serial makes event names unique; it starts at the creation time in
 	// nanoseconds, as the API client's names do, so names read alike.
 	serial uint64
 }
 
-type podName struct{ namespace, name string }
+// object is what events are kept by: a pod name, or the node.
+type object struct{ kind, namespace, name string }
+
+func podKey(namespace, name string) object { return object{"Pod", namespace, name} }
 
 // NewRecorder returns a recorder whose events come from component on host
 // (for berth: "berth" and the node name).
 func NewRecorder(clk clock.Clock, component, host string) *Recorder {
 	return &Recorder{
-		clk:    clk,
-		source: v1.EventSource{Component: component, Host: host},
-		pods:   make(map[podName][]v1.Event),
-		serial: uint64(clk.Now().UnixNano()),
+		clk:     clk,
+		source:  v1.EventSource{Component: component, Host: host},
+		objects: make(map[object][]v1.Event),
+		serial:  uint64(clk.Now().UnixNano()),
 	}
 }
 
@@ -58,41 +63,62 @@ func NewRecorder(clk clock.Clock, component, host string) *Recorder {
 // of adding an entry. Types other than Normal and Warning are dropped, as
 // the API server refuses them.
 func (r *Recorder) Event(pod *v1.Pod, eventType, reason, message string) {
-	if pod == nil || (eventType != v1.EventTypeNormal && eventType != v1.EventTypeWarning) {
+	if pod == nil {
+		return
+	}
+	r.record(podKey(pod.Namespace, pod.Name), v1.ObjectReference{
+		Kind:       "Pod",
+		Namespace:  pod.Namespace,
+		Name:       pod.Name,
+		UID:        pod.UID,
+		APIVersion: "v1",
+	}, eventType, reason, message)
+}
+
+// NodeEvent records an event about the node itself (a device plugin that
+// went away, a corrupt checkpoint), as the kubelet does with its node
+// reference: Kind Node, and the node name as its UID.
+func (r *Recorder) NodeEvent(eventType, reason, message string) {
+	host := r.source.Host
+	r.record(object{kind: "Node", name: host}, v1.ObjectReference{
+		Kind: "Node", Name: host, UID: types.UID(host), APIVersion: "v1",
+	}, eventType, reason, message)
+}
+
+// NodeEvents returns copies of the node's events, least recently seen first.
+func (r *Recorder) NodeEvents() []v1.Event {
+	return r.copies(object{kind: "Node", name: r.source.Host})
+}
+
+func (r *Recorder) record(key object, ref v1.ObjectReference, eventType, reason, message string) {
+	if eventType != v1.EventTypeNormal && eventType != v1.EventTypeWarning {
 		return
 	}
 	now := metav1.NewTime(r.clk.Now())
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := podName{pod.Namespace, pod.Name}
-	list := r.pods[key]
+	list := r.objects[key]
 	for i := range list {
-		if !repeats(&list[i], pod, eventType, reason, message, now.Time) {
+		if !repeats(&list[i], ref.UID, eventType, reason, message, now.Time) {
 			continue
 		}
 		e := list[i]
 		e.Count++
 		e.LastTimestamp = now
 		// The repeat makes it the most recently seen.
-		r.pods[key] = append(slices.Delete(list, i, i+1), e)
+		r.objects[key] = append(slices.Delete(list, i, i+1), e)
 		return
 	}
 
 	r.serial++
 	e := v1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              fmt.Sprintf("%s.%x", pod.Name, r.serial),
-			Namespace:         pod.Namespace,
+			Name:              fmt.Sprintf("%s.%x", ref.Name, r.serial),
+			Namespace:         ref.Namespace,
 			CreationTimestamp: now,
 		},
-		InvolvedObject: v1.ObjectReference{
-			Kind:       "Pod",
-			Namespace:  pod.Namespace,
-			Name:       pod.Name,
-			UID:        pod.UID,
-			APIVersion: "v1",
-		},
+		InvolvedObject:      ref,
 		Reason:              reason,
 		Message:             message,
 		Source:              r.source,
@@ -106,13 +132,13 @@ func (r *Recorder) Event(pod *v1.Pod, eventType, reason, message string) {
 	if len(list) >= MaxEventsPerPod {
 		list = slices.Delete(list, 0, len(list)-MaxEventsPerPod+1)
 	}
-	r.pods[key] = append(list, e)
+	r.objects[key] = append(list, e)
 }
 
 // repeats reports whether e is an earlier occurrence of the event being
 // recorded, recent enough to absorb it.
-func repeats(e *v1.Event, pod *v1.Pod, eventType, reason, message string, now time.Time) bool {
-	return e.InvolvedObject.UID == pod.UID &&
+func repeats(e *v1.Event, uid types.UID, eventType, reason, message string, now time.Time) bool {
+	return e.InvolvedObject.UID == uid &&
 		e.Type == eventType && e.Reason == reason && e.Message == message &&
 		now.Sub(e.LastTimestamp.Time) < AggregationWindow
 }
@@ -127,9 +153,13 @@ func (r *Recorder) Eventf(pod *v1.Pod, eventType, reason, format string, args ..
 // name, so a pod replaced by an edited manifest shows its predecessor's
 // history too; InvolvedObject.UID tells the instances apart.
 func (r *Recorder) Events(namespace, name string) []v1.Event {
+	return r.copies(podKey(namespace, name))
+}
+
+func (r *Recorder) copies(key object) []v1.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	list := r.pods[podName{namespace, name}]
+	list := r.objects[key]
 	if len(list) == 0 {
 		return nil
 	}
@@ -144,5 +174,5 @@ func (r *Recorder) Events(namespace, name string) []v1.Event {
 func (r *Recorder) Forget(namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.pods, podName{namespace, name})
+	delete(r.objects, podKey(namespace, name))
 }

@@ -301,3 +301,26 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeEvents(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	r := NewRecorder(clk, "berth", "node-a")
+	r.NodeEvent(v1.EventTypeWarning, "DeviceCheckpointCorrupt", "moved aside")
+	r.NodeEvent(v1.EventTypeWarning, "DeviceCheckpointCorrupt", "moved aside")
+	r.NodeEvent("Bogus", "X", "dropped")
+	// A pod named like the node keeps its own history.
+	r.Event(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "u"}}, v1.EventTypeNormal, "Started", "pod")
+
+	got := r.NodeEvents()
+	if len(got) != 1 {
+		t.Fatalf("node events = %d, want 1: %+v", len(got), got)
+	}
+	e := got[0]
+	want := v1.ObjectReference{Kind: "Node", Name: "node-a", UID: "node-a", APIVersion: "v1"}
+	if e.InvolvedObject != want || e.Count != 2 || e.Reason != "DeviceCheckpointCorrupt" || e.Namespace != "" {
+		t.Errorf("node event = %+v", e)
+	}
+	if pods := r.Events("", "node-a"); len(pods) != 1 || pods[0].InvolvedObject.Kind != "Pod" {
+		t.Errorf("pod events = %+v", pods)
+	}
+}
