@@ -27,6 +27,7 @@ setup carries over.`,
 		newDescribeCommand(),
 		newLogsCommand(),
 		newImagesCommand(),
+		newDevicesCommand(),
 		newVersionCommand(version),
 	)
 	return root

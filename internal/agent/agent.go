@@ -22,10 +22,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/podresources"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/prober"
@@ -88,26 +90,44 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("probes: %w", err)
 	}
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// workers is set below, before any pod is admitted.
+	var workers *podworker.Workers
+	devices := devicemanager.New(devicemanager.Options{
+		Dir: cfg.DevicePluginDir, Clock: clk, Log: log.With("component", "devicemanager"), Events: recorder,
+		Active: func(uid types.UID) bool { return workers != nil && workers.Has(uid) && !terminal(statuses, uid) },
+	})
+	if err := devices.Start(ctx); err != nil {
+		return fmt.Errorf("device manager: %w", err)
+	}
+	bg.Go(devices.Wait)
+
 	deps := podworker.Deps{
-		Runtime:         rt.cri,
-		Volumes:         volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
-		Status:          statuses,
-		Clock:           clk,
-		Log:             log,
-		NodeName:        cfg.NodeName,
-		HostIP:          network.HostIP(),
-		PodLogsDir:      cfg.PodLogsDir,
-		DNS:             dns,
-		NodeAllocatable: allocatable,
-		NodeHosts:       nodeHosts,
-		RuntimeName:     rt.name,
-		Events:          recorder,
-		Probes:          probeVerdicts{probes},
+		Runtime:          rt.cri,
+		Volumes:          volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
+		Status:           statuses,
+		Clock:            clk,
+		Log:              log,
+		NodeName:         cfg.NodeName,
+		HostIP:           network.HostIP(),
+		PodLogsDir:       cfg.PodLogsDir,
+		DNS:              dns,
+		NodeAllocatable:  allocatable,
+		NodeHosts:        nodeHosts,
+		RuntimeName:      rt.name,
+		Events:           recorder,
+		Probes:           probeVerdicts{probes},
+		Devices:          devices,
+		DevicePluginWait: cfg.DevicePluginWait,
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
 	}
-	workers := podworker.NewWorkers(ctx, deps)
+	workers = podworker.NewWorkers(ctx, deps)
 	defer workers.Stop()
 
 	relist := pleg.New(rt.cri, cfg.RelistPeriod, clk, log)
@@ -120,14 +140,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		workers:  workers,
 		statuses: statuses,
 		pleg:     relist,
+		devices:  devices,
 		desired:  desiredSet{},
 		runtime:  map[types.UID]pleg.Event{},
 	}
-
-	var bg sync.WaitGroup
-	defer bg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
@@ -143,8 +159,16 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Error("manifest source stopped", "dir", cfg.StaticPodPath, "err", err)
 		}
 	})
+	bg.Go(func() {
+		sock := filepath.Join(cfg.PodResourcesDir, podresources.SocketName)
+		srv := podresources.NewServer(activePods{statuses}, devices)
+		if err := podresources.Serve(ctx, sock, srv, log); err != nil {
+			log.Error("pod-resources API stopped", "socket", sock, "err", err)
+		}
+	})
 	if apiListener != nil {
-		srv := server.New(apiListener.Addr().String(), &apiSource{loop: loop, cri: rt.cri, events: recorder}, registry, log)
+		srv := server.New(apiListener.Addr().String(),
+			&apiSource{loop: loop, cri: rt.cri, events: recorder, devices: devices}, registry, log)
 		bg.Go(func() {
 			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)

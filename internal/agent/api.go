@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/runtime"
 )
@@ -18,9 +19,10 @@ const apiCallTimeout = 10 * time.Second
 
 // apiSource answers the local API from the sync loop and the runtime.
 type apiSource struct {
-	loop   *syncLoop
-	cri    *runtime.Service
-	events *events.Recorder
+	loop    *syncLoop
+	cri     *runtime.Service
+	events  *events.Recorder
+	devices *devicemanager.Manager
 }
 
 func (a *apiSource) Events(namespace, pod string) []v1.Event { return a.events.Events(namespace, pod) }

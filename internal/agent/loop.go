@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/cm/hierarchy"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/podworker"
@@ -34,6 +35,7 @@ type syncLoop struct {
 	// cgroups is the pod cgroup tree; nil without cgroupsPerQOS.
 	cgroups *hierarchy.Hierarchy
 	probes  *prober.Manager
+	devices *devicemanager.Manager
 
 	// Owned by run; the mutex only guards reads from the local API.
 	mu          sync.RWMutex
@@ -74,10 +76,17 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 	}
 }
 
-// housekeep removes the cgroups of pods that are neither wanted, nor being
-// killed, nor in the runtime any more.
+// housekeep frees the devices of pods that are gone or terminal and removes
+// the cgroups of pods that are neither wanted, nor being killed, nor in the
+// runtime any more.
 func (l *syncLoop) housekeep() {
-	if l.cgroups == nil || !l.sourceReady {
+	if !l.sourceReady {
+		return
+	}
+	if l.devices != nil {
+		l.devices.UpdateAllocatedDevices()
+	}
+	if l.cgroups == nil {
 		return
 	}
 	wanted := map[types.UID]bool{}

@@ -27,6 +27,11 @@ const (
 	DefaultCNIBridge          = "berth0"
 	DefaultRelistPeriod       = time.Second
 	DefaultLogLevel           = "info"
+	// DefaultDevicePluginDir and DefaultPodResourcesDir are the kubelet's
+	// paths: device plugins and monitoring agents hard-code them.
+	DefaultDevicePluginDir  = "/var/lib/kubelet/device-plugins"
+	DefaultPodResourcesDir  = "/var/lib/kubelet/pod-resources"
+	DefaultDevicePluginWait = 2 * time.Minute
 
 	// PauseBinaryName is the sandbox program berth looks for next to its own
 	// executable, then in PATH.
@@ -69,6 +74,15 @@ type Config struct {
 	RelistPeriod time.Duration
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string
+	// DevicePluginDir holds the device plugins' Registration socket
+	// (kubelet.sock), their own sockets and the device checkpoint.
+	DevicePluginDir string
+	// PodResourcesDir holds the pod-resources API socket.
+	PodResourcesDir string
+	// DevicePluginWait is how long a new pod that needs a device waits
+	// (Pending, DevicePluginNotReady) for the resource's plugin to register
+	// before it is rejected.
+	DevicePluginWait time.Duration
 	// Resources divides the node between the system and pods.
 	Resources Resources
 
@@ -100,6 +114,9 @@ const (
 	namePauseBinary              = "--" + flagPauseBinary
 	nameRelistPeriod             = "--" + flagRelistPeriod
 	nameLogLevel                 = "--" + flagLogLevel
+	nameDevicePluginDir          = "--" + flagDevicePluginDir
+	namePodResourcesDir          = "--" + flagPodResourcesDir
+	nameDevicePluginWait         = "--" + flagDevicePluginWait
 )
 
 // Validate reports every invalid value at once; each error names the field
@@ -121,6 +138,11 @@ func (c *Config) Validate() error {
 	absDir(nameRootDir, c.RootDir)
 	absDir(nameStaticPodPath, c.StaticPodPath)
 	absDir(namePodLogsDir, c.PodLogsDir)
+	absDir(nameDevicePluginDir, c.DevicePluginDir)
+	absDir(namePodResourcesDir, c.PodResourcesDir)
+	if c.DevicePluginWait < 0 {
+		bad(nameDevicePluginWait, "%s must not be negative", c.DevicePluginWait)
+	}
 
 	if c.FileCheckFrequency <= 0 {
 		bad(nameFileCheckFrequency, "%s must be positive", c.FileCheckFrequency)

@@ -22,6 +22,9 @@ func validConfig() Config {
 		PauseBinary:        "/usr/bin/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "warn",
+		DevicePluginDir:    "/var/lib/kubelet/device-plugins",
+		PodResourcesDir:    "/var/lib/kubelet/pod-resources",
+		DevicePluginWait:   time.Minute,
 		Resources:          defaultResources(),
 	}
 }
@@ -45,7 +48,10 @@ func TestValidate(t *testing.T) {
 		{name: "zero file check", modify: func(c *Config) { c.FileCheckFrequency = 0 }, want: []string{"fileCheckFrequency (--file-check-frequency): 0s must be positive"}},
 		{name: "zero value config", modify: func(c *Config) { *c = Config{} },
 			want: []string{"--root-dir", "staticPodPath", "podLogsDir", "fileCheckFrequency", "--relist-period", "cgroupDriver", "maxPods",
-				"address", "podCIDR", "--node-name", "--cni-bridge", "--pause-binary", "--log-level", "cgroupRoot", "podPidsLimit"}},
+				"address", "podCIDR", "--node-name", "--cni-bridge", "--pause-binary", "--log-level", "cgroupRoot", "podPidsLimit", "--device-plugin-dir", "--pod-resources-dir"}},
+		{name: "relative device plugin dir", modify: func(c *Config) { c.DevicePluginDir = "plugins" }, want: []string{`--device-plugin-dir: "plugins" must be an absolute path`}},
+		{name: "negative device plugin wait", modify: func(c *Config) { c.DevicePluginWait = -time.Second }, want: []string{"--device-plugin-wait: -1s must not be negative"}},
+		{name: "no wait for device plugins", modify: func(c *Config) { c.DevicePluginWait = 0 }},
 		{name: "relative cgroup root", modify: func(c *Config) { c.Resources.CgroupRoot = "kube" }, want: []string{`cgroupRoot (--cgroup-root): "kube": must be an absolute cgroup path`}},
 		{name: "enforcing pods without QoS cgroups", modify: func(c *Config) { c.Resources.CgroupsPerQOS = false },
 			want: []string{`enforceNodeAllocatable: "pods" needs cgroupsPerQOS (--cgroups-per-qos)`}},

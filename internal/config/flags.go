@@ -26,6 +26,9 @@ const (
 	flagCgroupsPerQOS            = "cgroups-per-qos"
 	flagCgroupRoot               = "cgroup-root"
 	flagPodMaxPids               = "pod-max-pids"
+	flagDevicePluginDir          = "device-plugin-dir"
+	flagPodResourcesDir          = "pod-resources-dir"
+	flagDevicePluginWait         = "device-plugin-wait"
 	// flagV is the kubelet's verbosity flag, kept as an alias of --log-level
 	// so kubelet command lines keep working.
 	flagV = "v"
@@ -54,5 +57,8 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagCgroupsPerQOS, true, "put pods in the kubepods / QoS class / pod cgroup hierarchy")
 	fs.String(flagCgroupRoot, DefaultCgroupRoot, "cgroup that holds the kubepods cgroup")
 	fs.Int64(flagPodMaxPids, -1, "pids.max of every pod cgroup; -1 for no limit")
+	fs.String(flagDevicePluginDir, DefaultDevicePluginDir, "directory of the device plugins' registration socket (kubelet.sock), their sockets and the device checkpoint")
+	fs.String(flagPodResourcesDir, DefaultPodResourcesDir, "directory of the pod-resources API socket (kubelet.sock)")
+	fs.Duration(flagDevicePluginWait, DefaultDevicePluginWait, "how long a new pod that needs a device waits for the device plugin to register before it is rejected")
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

@@ -59,6 +59,9 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		CNIBridge:          DefaultCNIBridge,
 		RelistPeriod:       DefaultRelistPeriod,
 		LogLevel:           DefaultLogLevel,
+		DevicePluginDir:    DefaultDevicePluginDir,
+		PodResourcesDir:    DefaultPodResourcesDir,
+		DevicePluginWait:   DefaultDevicePluginWait,
 		Resources:          defaultResources(),
 	}
 
@@ -165,6 +168,9 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		override(fs, flagCgroupsPerQOS, fs.GetBool, &cfg.Resources.CgroupsPerQOS),
 		override(fs, flagCgroupRoot, fs.GetString, &cfg.Resources.CgroupRoot),
 		override(fs, flagPodMaxPids, fs.GetInt64, &cfg.Resources.PodPidsLimit),
+		override(fs, flagDevicePluginDir, fs.GetString, &cfg.DevicePluginDir),
+		override(fs, flagPodResourcesDir, fs.GetString, &cfg.PodResourcesDir),
+		override(fs, flagDevicePluginWait, fs.GetDuration, &cfg.DevicePluginWait),
 	}
 	// --log-level wins over its alias --v when both are given.
 	var v string

@@ -72,6 +72,9 @@ func TestLoadDefaults(t *testing.T) {
 		PauseBinary:        "/opt/berth/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "info",
+		DevicePluginDir:    "/var/lib/kubelet/device-plugins",
+		PodResourcesDir:    "/var/lib/kubelet/pod-resources",
+		DevicePluginWait:   2 * time.Minute,
 		Resources:          defaultResources(),
 	}
 	got := *cfg

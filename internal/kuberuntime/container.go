@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/devicemanager"
 
 	"github.com/berth-dev/berth/internal/expansion"
 )
@@ -64,6 +65,9 @@ type ContainerOptions struct {
 	// RuntimeSupportsRecursiveReadOnly tells whether the runtime handler can
 	// make mounts recursively read-only (CRI RuntimeHandlerFeatures).
 	RuntimeSupportsRecursiveReadOnly bool
+	// Devices is what the container's device plugins answered to Allocate;
+	// nil when it has no devices.
+	Devices *devicemanager.DeviceRunContainerOptions
 }
 
 // ContainerConfig builds the CRI config of container c of pod, as the
@@ -119,6 +123,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	for i, e := range env {
 		cfg.Envs[i] = &runtimeapi.KeyValue{Key: e.name, Value: []byte(e.value)}
 	}
+	addDeviceOptions(cfg, opts.Devices)
 	return cfg, nil
 }
 

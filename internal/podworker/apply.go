@@ -182,6 +182,16 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if pod.Spec.HostNetwork {
 		opts.PodIP, opts.PodIPs = d.HostIP, []string{d.HostIP}
 	}
+	if d.Devices != nil {
+		dev, err := d.Devices.ContainerOptions(ctx, pod, c)
+		if err != nil {
+			w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+			w.event(pod, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
+			log.Warn("devices of the container are not ready", "container", c.Name, "err", err)
+			return retryAfterError
+		}
+		opts.Devices = dev
+	}
 	if err := w.prepareFiles(pod, c, &opts); err != nil {
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
 		return retryAfterError

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -41,6 +42,7 @@ type worker struct {
 	waiting   map[string]status.Waiting
 	syncError *status.Waiting
 	published *v1.PodStatus
+	admission admission
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
@@ -80,6 +82,7 @@ func (w *worker) finishKill() (exit bool) {
 	if w.revive {
 		w.terminating, w.revive = false, false
 		w.published, w.syncError = nil, nil
+		w.admission = admission{}
 		clear(w.waiting)
 		return false
 	}
@@ -148,17 +151,29 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError
 	}
+	if rej := w.admission.rejected; rej != nil {
+		d.Status.Set(pod, rejectedStatus(rej))
+		return d.Resync
+	}
+	if w.published == nil {
+		// Show the pod (Pending) before a first sync that may pull images
+		// or wait for devices for minutes.
+		w.publish(pod, st, false)
+	}
+	if ok, after := w.admit(ctx, pod, st, log); !ok {
+		if rej := w.admission.rejected; rej != nil {
+			d.Status.Set(pod, rejectedStatus(rej))
+		} else {
+			w.publish(pod, st, false)
+		}
+		return after
+	}
 	var verdict Verdict
 	if d.Probes != nil {
 		verdict = d.Probes.Failed
 	}
 	plan := ComputePlan(pod, st, verdict)
 	log.Debug("sync", "plan", plan.String())
-	if w.published == nil {
-		// Show the pod (Pending) before a first sync that may pull images
-		// for minutes.
-		w.publish(pod, st, false)
-	}
 	next := d.Resync
 	if !plan.Idle() {
 		if after := w.apply(ctx, pod, st, plan, log); after > 0 && after < next {
@@ -197,6 +212,9 @@ func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool)
 		Terminating: terminating,
 		RuntimeName: d.RuntimeName,
 	})
+	if e := w.syncError; e != nil && e.Reason == devicemanager.ReasonDevicePluginNotReady && out.Phase == v1.PodPending {
+		out.Reason, out.Message = e.Reason, e.Message
+	}
 	w.published = &out
 	shown := pod
 	if (terminating && pod.DeletionTimestamp == nil) || d.Cgroups != nil {

@@ -74,6 +74,7 @@ type Deps struct {
 	Volumes    Volumes
 	Cgroups    PodCgroups
 	Probes     Probes
+	Devices    Devices
 	Events     EventRecorder
 	Status     *status.Manager
 	Clock      clock.WithTicker
@@ -92,6 +93,9 @@ type Deps struct {
 	// Resync is how often a worker syncs with no event (the kubelet's
 	// syncFrequency).
 	Resync time.Duration
+	// DevicePluginWait is how long a new pod waits for the plugin of a
+	// device it needs before it is rejected.
+	DevicePluginWait time.Duration
 }
 
 // Workers owns one worker per pod.

@@ -51,6 +51,23 @@ func (s *Server) podEvents(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// nodeEvents answers with the node's own events as a v1 EventList.
+func (s *Server) nodeEvents(w http.ResponseWriter, r *http.Request) {
+	events := s.src.NodeEvents()
+	if events == nil {
+		events = []v1.Event{}
+	}
+	s.writeJSON(w, r, &v1.EventList{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
+		Items:    events,
+	})
+}
+
+// devices answers with the device plugins' resources and allocations.
+func (s *Server) devices(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, s.src.Devices())
+}
+
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(v); err != nil {

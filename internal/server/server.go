@@ -1,8 +1,9 @@
 // Package server is berth's local read-only HTTP API, the counterpart of the
 // kubelet's read-only port: /healthz, /pods, /containerLogs and /metrics,
 // with the kubelet's paths, query parameters and response shapes, so the same
-// tools and habits work against it, and /pods/{namespace}/{name}/events,
-// which stands in for the API server's events of a pod. It has no
+// tools and habits work against it; /pods/{namespace}/{name}/events and
+// /node/events, which stand in for the API server's events; and /devices,
+// the device plugins' resources and allocations. It has no
 // authentication; berth binds it to loopback by default.
 package server
 
@@ -18,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/devicemanager"
 )
 
 // Source is what the API shows: berth's view of its pods.
@@ -38,6 +41,11 @@ type Source interface {
 	// Events returns the events recorded for the pod name, oldest first;
 	// the caller owns the copies.
 	Events(namespace, pod string) []v1.Event
+	// NodeEvents returns the events about the node itself, oldest first.
+	NodeEvents() []v1.Event
+	// Devices returns the device plugins' resources and every device
+	// allocation.
+	Devices() devicemanager.Snapshot
 }
 
 const (
@@ -70,6 +78,8 @@ func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger
 	s.mux.HandleFunc("GET /pods", s.pods)
 	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/events", s.podEvents)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	s.mux.HandleFunc("GET /node/events", s.nodeEvents)
+	s.mux.HandleFunc("GET /devices", s.devices)
 	if gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),

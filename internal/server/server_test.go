@@ -26,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth-dev/berth/internal/devicemanager"
 )
 
 // fakeSource serves fixed pods and log files.
@@ -36,12 +38,17 @@ type fakeSource struct {
 	logErr  error
 	events  map[string][]v1.Event // "ns/pod" -> events
 
+	nodeEvents []v1.Event
+	devices    devicemanager.Snapshot
+
 	mu      sync.Mutex
 	running map[string]bool
 }
 
-func (f *fakeSource) Pods() []v1.Pod { return f.pods }
-func (f *fakeSource) Healthy() error { return f.healthy }
+func (f *fakeSource) Pods() []v1.Pod                  { return f.pods }
+func (f *fakeSource) NodeEvents() []v1.Event          { return f.nodeEvents }
+func (f *fakeSource) Devices() devicemanager.Snapshot { return f.devices }
+func (f *fakeSource) Healthy() error                  { return f.healthy }
 
 func (f *fakeSource) Events(namespace, pod string) []v1.Event {
 	return f.events[namespace+"/"+pod]
