@@ -21,7 +21,7 @@ func newDevicesCommand() *cobra.Command {
 		Short: "List the device plugins' resources, their devices and who holds them",
 		Long: `List each resource the device plugins advertise, with its capacity (every
 device the plugin lists), allocatable (the healthy ones) and whether its plugin
-is connected; each device with its health and NUMA nodes; each allocation (pod,
+is connected, and how many devices pods hold; each device with its health and NUMA nodes; each allocation (pod,
 container, device IDs); and the node events that explain what the device
 manager did (plugins registered, gone, refused; a corrupt checkpoint).`,
 		Args: cobra.NoArgs,
@@ -71,9 +71,18 @@ func describeDevices(snap devicemanager.Snapshot, events []v1.Event, now time.Ti
 	if len(snap.Resources) == 0 {
 		w.write(0, "Resources:\t<none>\n")
 	} else {
-		w.write(0, "RESOURCE\tCAPACITY\tALLOCATABLE\tPLUGIN\n")
+		allocated := map[string]map[string]bool{}
+		for _, a := range snap.Allocations {
+			if allocated[a.Resource] == nil {
+				allocated[a.Resource] = map[string]bool{}
+			}
+			for _, id := range a.DeviceIDs {
+				allocated[a.Resource][id] = true
+			}
+		}
+		w.write(0, "RESOURCE\tCAPACITY\tALLOCATABLE\tALLOCATED\tPLUGIN\n")
 		for _, r := range snap.Resources {
-			w.write(0, "%s\t%d\t%d\t%s\n", r.Name, r.Capacity, r.Allocatable, pluginState(r, now))
+			w.write(0, "%s\t%d\t%d\t%d\t%s\n", r.Name, r.Capacity, r.Allocatable, len(allocated[r.Name]), pluginState(r, now))
 		}
 		w.flush()
 		w.write(0, "\nRESOURCE\tDEVICE\tHEALTH\tNUMA\n")

@@ -30,9 +30,9 @@ func TestDescribeDevices(t *testing.T) {
 			Source: v1.EventSource{Component: "berth"}},
 		{Type: "Normal", Reason: "Starting", Message: "not a device event"},
 	})
-	want := `RESOURCE            CAPACITY  ALLOCATABLE  PLUGIN
-example.com/widget  2         1            connected
-vendor.com/gpu      0         0            not connected for 90s
+	want := `RESOURCE            CAPACITY  ALLOCATABLE  ALLOCATED  PLUGIN
+example.com/widget  2         1            2          connected
+vendor.com/gpu      0         0            0          not connected for 90s
 
 RESOURCE            DEVICE  HEALTH     NUMA
 example.com/widget  w0      Healthy    0,1

@@ -38,9 +38,13 @@ type node struct {
 	root      string
 	manifests string
 	podLogs   string
-	port      int
-	bridge    string
-	cidr      string
+	// devicePlugins and podResources stand in for /var/lib/kubelet's
+	// device-plugins and pod-resources directories.
+	devicePlugins string
+	podResources  string
+	port          int
+	bridge        string
+	cidr          string
 	// cgroupRoot holds this node's kubepods, so tests never touch the
 	// host's own /kubepods.
 	cgroupRoot string
@@ -60,15 +64,17 @@ func startNode(t testing.TB, extraArgs ...string) *node {
 		t.Fatal(err)
 	}
 	n := &node{
-		t:          t,
-		root:       root,
-		manifests:  filepath.Join(root, "manifests"),
-		podLogs:    filepath.Join(root, "pod-logs"),
-		port:       freePort(t),
-		bridge:     fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
-		cidr:       fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
-		cgroupRoot: fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
-		extraArgs:  extraArgs,
+		t:             t,
+		root:          root,
+		manifests:     filepath.Join(root, "manifests"),
+		podLogs:       filepath.Join(root, "pod-logs"),
+		devicePlugins: filepath.Join(root, "device-plugins"),
+		podResources:  filepath.Join(root, "pod-resources"),
+		port:          freePort(t),
+		bridge:        fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
+		cidr:          fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
+		cgroupRoot:    fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
+		extraArgs:     extraArgs,
 	}
 	t.Cleanup(n.cleanup)
 	for _, d := range []string{n.manifests, filepath.Join(root, "images")} {
@@ -107,6 +113,8 @@ func (n *node) start() {
 		"--file-check-frequency", "5s",
 		"--log-level", "debug",
 		"--cgroup-root", n.cgroupRoot,
+		"--device-plugin-dir", n.devicePlugins,
+		"--pod-resources-dir", n.podResources,
 	)
 	cmd.Args = append(cmd.Args, n.extraArgs...)
 	cmd.Stdout, cmd.Stderr = f, f
