@@ -90,7 +90,7 @@ func (w *worker) admit(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 		return false, d.Resync
 	}
 	w.admission.waitingSince = since
-	msg := fmt.Sprintf("Waiting up to %s for the device plugin: %v", d.DevicePluginWait-now.Sub(since), err)
+	msg := fmt.Sprintf("Waiting up to %s more for the device plugin: %v", (d.DevicePluginWait - now.Sub(since)).Round(time.Second), err)
 	w.syncError = &status.Waiting{Reason: devicemanager.ReasonDevicePluginNotReady, Message: msg}
 	if first {
 		log.Info("pod waits for a device plugin", "err", err, "wait", d.DevicePluginWait.String())

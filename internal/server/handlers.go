@@ -42,18 +42,15 @@ func (s *Server) podEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %s/%s not found", namespace, podName), http.StatusNotFound)
 		return
 	}
-	if events == nil {
-		events = []v1.Event{}
-	}
-	s.writeJSON(w, r, &v1.EventList{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"},
-		Items:    events,
-	})
+	s.writeEvents(w, r, events)
 }
 
 // nodeEvents answers with the node's own events as a v1 EventList.
 func (s *Server) nodeEvents(w http.ResponseWriter, r *http.Request) {
-	events := s.src.NodeEvents()
+	s.writeEvents(w, r, s.src.NodeEvents())
+}
+
+func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, events []v1.Event) {
 	if events == nil {
 		events = []v1.Event{}
 	}

@@ -59,16 +59,22 @@ func startWidgets(t *testing.T, n *node) *deviceplugin.Plugin {
 	return p
 }
 
+// getJSON decodes the answer of the local API's path into v.
+func (n *node) getJSON(path string, v any) {
+	n.t.Helper()
+	body, err := n.get(path)
+	if err == nil {
+		err = json.Unmarshal(body, v)
+	}
+	if err != nil {
+		n.t.Fatalf("%s: %v", path, err)
+	}
+}
+
 func (n *node) devices() devicemanager.Snapshot {
 	n.t.Helper()
 	var snap devicemanager.Snapshot
-	body, err := n.get("/devices")
-	if err == nil {
-		err = json.Unmarshal(body, &snap)
-	}
-	if err != nil {
-		n.t.Fatalf("/devices: %v", err)
-	}
+	n.getJSON("/devices", &snap)
 	return snap
 }
 
@@ -87,13 +93,7 @@ func (n *node) waitAllocatable(want int) {
 func (n *node) nodeEvents() []v1.Event {
 	n.t.Helper()
 	var list v1.EventList
-	body, err := n.get("/node/events")
-	if err == nil {
-		err = json.Unmarshal(body, &list)
-	}
-	if err != nil {
-		n.t.Fatalf("/node/events: %v", err)
-	}
+	n.getJSON("/node/events", &list)
 	return list.Items
 }
 
