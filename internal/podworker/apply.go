@@ -137,16 +137,15 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 
 	pullKey := string(pod.UID) + "/" + c.Image
 	if w.ws.pullBackOff.IsInBackOffSinceUpdate(pullKey, now) {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonImagePullBackOff,
-			Message: fmt.Sprintf("Back-off pulling image %q", c.Image)}
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		w.waiting[c.Name] = status.Waiting{Reason: reasonImagePullBackOff, Message: msg}
+		w.event(pod, v1.EventTypeNormal, "BackOff", msg)
 		return w.ws.pullBackOff.Get(pullKey)
 	}
-	imageRef, err := d.Runtime.EnsureImage(ctx, c.Image, c.ImagePullPolicy, sbCfg)
-	if err != nil {
+	imageRef, waiting := w.ensureImage(ctx, pod, c, sbCfg, log)
+	if waiting != nil {
 		w.ws.pullBackOff.Next(pullKey, now)
-		w.waiting[c.Name] = status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
-		w.event(pod, v1.EventTypeWarning, "Failed", fmt.Sprintf("Failed to pull image %q: %v", c.Image, err))
-		log.Warn("image not available", "container", c.Name, "image", c.Image, "err", err)
+		w.waiting[c.Name] = *waiting
 		return w.ws.pullBackOff.Get(pullKey)
 	}
 	w.ws.pullBackOff.Reset(pullKey)

@@ -24,7 +24,8 @@ type Runtime interface {
 	RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error)
 	StopPodSandbox(ctx context.Context, id string) error
 	RemovePodSandbox(ctx context.Context, id string) error
-	EnsureImage(ctx context.Context, image string, policy v1.PullPolicy, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+	ImageStatus(ctx context.Context, image string) (*runtimeapi.Image, error)
+	PullImage(ctx context.Context, image string, sandbox *runtimeapi.PodSandboxConfig) (string, error)
 	CreateContainer(ctx context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, gracePeriod int64) error
@@ -93,6 +94,9 @@ type Deps struct {
 	// Resync is how often a worker syncs with no event (the kubelet's
 	// syncFrequency).
 	Resync time.Duration
+	// ParallelImagePulls bounds the image pulls in flight: 1 with
+	// serializeImagePulls, else maxParallelImagePulls; 0 for no bound.
+	ParallelImagePulls int
 	// DevicePluginWait is how long a new pod waits for the plugin of a
 	// device it needs before it is rejected.
 	DevicePluginWait time.Duration
@@ -103,6 +107,7 @@ type Workers struct {
 	deps        Deps
 	backOff     *flowcontrol.Backoff
 	pullBackOff *flowcontrol.Backoff
+	pullSlots   pullSlots
 	httpHooks   *probe.Runner
 	ctx         context.Context
 	cancel      context.CancelFunc
@@ -123,6 +128,7 @@ func NewWorkers(ctx context.Context, deps Deps) *Workers {
 		deps:        deps,
 		backOff:     NewBackOff(deps.Clock),
 		pullBackOff: NewBackOff(deps.Clock),
+		pullSlots:   newPullSlots(deps.ParallelImagePulls),
 		httpHooks:   probe.NewRunner(deps.Runtime, hookUserAgent),
 		ctx:         ctx,
 		cancel:      cancel,

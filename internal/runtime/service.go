@@ -26,6 +26,7 @@ type Service struct {
 	rs          runtimeapi.RuntimeServiceClient
 	is          runtimeapi.ImageServiceClient
 	callTimeout time.Duration
+	pulls       pullSet
 }
 
 // Dial connects to a CRI endpoint such as unix:///run/containerd/containerd.sock

@@ -1,0 +1,116 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/status"
+)
+
+const reasonErrImageNeverPull = "ErrImageNeverPull"
+
+// pullAction is what the pull policy asks for an image.
+type pullAction int
+
+const (
+	usePresent pullAction = iota // present, and the policy does not force a pull
+	pull                         // pull it
+	refuse                       // missing, and the policy forbids pulling
+)
+
+// decidePull is the kubelet's image-manager rule: Always pulls every time,
+// IfNotPresent only when missing, Never never.
+func decidePull(policy v1.PullPolicy, present bool) pullAction {
+	switch {
+	case policy == v1.PullAlways:
+		return pull
+	case present:
+		return usePresent
+	case policy == v1.PullNever:
+		return refuse
+	}
+	return pull
+}
+
+// pullSlots bounds the pulls in flight (serializeImagePulls,
+// maxParallelImagePulls); a nil channel means no bound.
+type pullSlots chan struct{}
+
+func newPullSlots(parallel int) pullSlots {
+	if parallel <= 0 {
+		return nil
+	}
+	return make(pullSlots, parallel)
+}
+
+func (s pullSlots) acquire(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	select {
+	case s <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s pullSlots) release() {
+	if s != nil {
+		<-s
+	}
+}
+
+// ensureImage makes c's image present as its pull policy says, with the
+// kubelet's events, and returns the image's reference; on failure, the
+// container's waiting state instead.
+func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (string, *status.Waiting) {
+	d := w.ws.deps
+	var present *runtimeapi.Image
+	if c.ImagePullPolicy != v1.PullAlways {
+		img, err := d.Runtime.ImageStatus(ctx, c.Image)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			w.event(pod, v1.EventTypeWarning, "InspectFailed", msg)
+			return "", &status.Waiting{Reason: "ImageInspectError", Message: msg}
+		}
+		present = img
+	}
+	switch decidePull(c.ImagePullPolicy, present != nil) {
+	case usePresent:
+		w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+		return present.Id, nil
+	case refuse:
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		w.event(pod, v1.EventTypeWarning, reasonErrImageNeverPull, msg)
+		return "", &status.Waiting{Reason: reasonErrImageNeverPull, Message: msg}
+	}
+
+	start := d.Clock.Now()
+	w.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	if err := w.ws.pullSlots.acquire(ctx); err != nil {
+		return "", &status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
+	}
+	pulling := d.Clock.Now()
+	ref, err := d.Runtime.PullImage(ctx, c.Image, sbCfg)
+	w.ws.pullSlots.release()
+	if err != nil {
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		w.event(pod, v1.EventTypeWarning, "Failed", msg)
+		log.Warn("pulling image failed", "container", c.Name, "image", c.Image, "err", err)
+		return "", &status.Waiting{Reason: reasonErrImagePull, Message: msg}
+	}
+	now := d.Clock.Now()
+	size := "unknown"
+	if img, err := d.Runtime.ImageStatus(ctx, ref); err == nil && img != nil {
+		size = fmt.Sprint(img.Size)
+	}
+	w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %s bytes.",
+		c.Image, now.Sub(pulling).Round(time.Millisecond), now.Sub(start).Round(time.Millisecond), size))
+	return ref, nil
+}
