@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/server"
 )
 
@@ -27,13 +28,16 @@ type apiSource struct {
 
 	nodeEvents []v1.Event
 	devices    devicemanager.Snapshot
+	images     []images.ImageStatus
+	imagesErr  error
 }
 
-func (s *apiSource) Pods() []v1.Pod                  { return s.pods }
-func (s *apiSource) NodeEvents() []v1.Event          { return s.nodeEvents }
-func (s *apiSource) Devices() devicemanager.Snapshot { return s.devices }
-func (s *apiSource) Healthy() error                  { return nil }
-func (s *apiSource) ContainerRunning(string) bool    { return false }
+func (s *apiSource) Pods() []v1.Pod                        { return s.pods }
+func (s *apiSource) NodeEvents() []v1.Event                { return s.nodeEvents }
+func (s *apiSource) Devices() devicemanager.Snapshot       { return s.devices }
+func (s *apiSource) Images() ([]images.ImageStatus, error) { return s.images, s.imagesErr }
+func (s *apiSource) Healthy() error                        { return nil }
+func (s *apiSource) ContainerRunning(string) bool          { return false }
 func (s *apiSource) Events(ns, pod string) []v1.Event {
 	return s.events[ns+"/"+pod]
 }

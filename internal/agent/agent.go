@@ -107,22 +107,23 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	bg.Go(devices.Wait)
 
 	deps := podworker.Deps{
-		Runtime:          rt.cri,
-		Volumes:          volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
-		Status:           statuses,
-		Clock:            clk,
-		Log:              log,
-		NodeName:         cfg.NodeName,
-		HostIP:           network.HostIP(),
-		PodLogsDir:       cfg.PodLogsDir,
-		DNS:              dns,
-		NodeAllocatable:  allocatable,
-		NodeHosts:        nodeHosts,
-		RuntimeName:      rt.name,
-		Events:           recorder,
-		Probes:           probeVerdicts{probes},
-		Devices:          devices,
-		DevicePluginWait: cfg.DevicePluginWait,
+		Runtime:            rt.cri,
+		Volumes:            volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
+		Status:             statuses,
+		Clock:              clk,
+		Log:                log,
+		NodeName:           cfg.NodeName,
+		HostIP:             network.HostIP(),
+		PodLogsDir:         cfg.PodLogsDir,
+		DNS:                dns,
+		NodeAllocatable:    allocatable,
+		NodeHosts:          nodeHosts,
+		RuntimeName:        rt.name,
+		Events:             recorder,
+		Probes:             probeVerdicts{probes},
+		Devices:            devices,
+		DevicePluginWait:   cfg.DevicePluginWait,
+		ParallelImagePulls: cfg.Images.ParallelPulls(),
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
@@ -159,6 +160,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Error("manifest source stopped", "dir", cfg.StaticPodPath, "err", err)
 		}
 	})
+	imageGC, err := newImageGC(cfg, rt.cri, loop, clk, recorder, registry, log)
+	if err != nil {
+		return fmt.Errorf("image GC: %w", err)
+	}
+	bg.Go(func() { imageGC.Run(ctx) })
 	bg.Go(func() {
 		sock := filepath.Join(cfg.PodResourcesDir, podresources.SocketName)
 		srv := podresources.NewServer(activePods{statuses}, devices)
@@ -168,7 +174,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	})
 	if apiListener != nil {
 		srv := server.New(apiListener.Addr().String(),
-			&apiSource{loop: loop, cri: rt.cri, events: recorder, devices: devices}, registry, log)
+			&apiSource{loop: loop, cri: rt.cri, events: recorder, devices: devices, images: imageGC}, registry, log)
 		bg.Go(func() {
 			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
+	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/runtime"
 )
 
@@ -23,6 +24,15 @@ type apiSource struct {
 	cri     *runtime.Service
 	events  *events.Recorder
 	devices *devicemanager.Manager
+	images  *images.Manager
+}
+
+// Images answers /images: every image with why the GC would or would not
+// remove it now.
+func (a *apiSource) Images() ([]images.ImageStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+	defer cancel()
+	return a.images.Images(ctx)
 }
 
 func (a *apiSource) Events(namespace, pod string) []v1.Event { return a.events.Events(namespace, pod) }

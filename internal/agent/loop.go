@@ -204,6 +204,22 @@ func orphans(desired desiredSet, inRuntime []types.UID, hasWorker func(types.UID
 	return out
 }
 
+// wantedImages returns the images of every pod the manifests want, and
+// whether the manifests have been read at all.
+func (l *syncLoop) wantedImages() ([]string, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []string
+	for _, e := range l.desired {
+		for _, cs := range [][]v1.Container{e.pod.Spec.InitContainers, e.pod.Spec.Containers} {
+			for i := range cs {
+				out = append(out, cs[i].Image)
+			}
+		}
+	}
+	return out, l.sourceReady
+}
+
 // pods returns every pod berth knows, with status: running pods from the
 // status manager, plus rejected pods and invalid manifests as Failed pods.
 func (l *syncLoop) pods() []v1.Pod {

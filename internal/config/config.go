@@ -85,6 +85,8 @@ type Config struct {
 	DevicePluginWait time.Duration
 	// Resources divides the node between the system and pods.
 	Resources Resources
+	// Images is how images are pulled and collected.
+	Images Images
 
 	// Kubelet is the configuration file as decoded, with the fields berth
 	// honours set to their effective values; a bare KubeletConfiguration when
@@ -189,6 +191,7 @@ func (c *Config) Validate() error {
 		bad(nameLogLevel, "%q is not one of debug, info, warn, error", c.LogLevel)
 	}
 	errs = append(errs, c.Resources.validate()...)
+	errs = append(errs, c.Images.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -26,6 +26,7 @@ func validConfig() Config {
 		PodResourcesDir:    "/var/lib/kubelet/pod-resources",
 		DevicePluginWait:   time.Minute,
 		Resources:          defaultResources(),
+		Images:             defaultImages(),
 	}
 }
 
@@ -52,6 +53,17 @@ func TestValidate(t *testing.T) {
 		{name: "relative device plugin dir", modify: func(c *Config) { c.DevicePluginDir = "plugins" }, want: []string{`--device-plugin-dir: "plugins" must be an absolute path`}},
 		{name: "negative device plugin wait", modify: func(c *Config) { c.DevicePluginWait = -time.Second }, want: []string{"--device-plugin-wait: -1s must not be negative"}},
 		{name: "no wait for device plugins", modify: func(c *Config) { c.DevicePluginWait = 0 }},
+		{name: "image GC off", modify: func(c *Config) { c.Images.GCHighThresholdPercent, c.Images.GCLowThresholdPercent = 100, 100 }},
+		{name: "image GC thresholds out of range", modify: func(c *Config) { c.Images.GCHighThresholdPercent, c.Images.GCLowThresholdPercent = 101, -1 },
+			want: []string{"imageGCHighThresholdPercent (--image-gc-high-threshold): 101: must be between 0 and 100", "imageGCLowThresholdPercent (--image-gc-low-threshold): -1: must be between 0 and 100"}},
+		{name: "image GC low above high", modify: func(c *Config) { c.Images.GCLowThresholdPercent = 90 },
+			want: []string{"imageGCLowThresholdPercent (--image-gc-low-threshold): 90: must not be above imageGCHighThresholdPercent (--image-gc-high-threshold) 85"}},
+		{name: "image maximum age below minimum", modify: func(c *Config) { c.Images.MaximumGCAge = time.Minute },
+			want: []string{"imageMaximumGCAge: 1m0s: must be greater than imageMinimumGCAge 2m0s"}},
+		{name: "negative image minimum age", modify: func(c *Config) { c.Images.MinimumGCAge = -time.Second }, want: []string{"imageMinimumGCAge: -1s: must not be negative"}},
+		{name: "parallel pulls while serialized", modify: func(c *Config) { c.Images.MaxParallelPulls = 3 },
+			want: []string{"maxParallelImagePulls: 3: must be 1 or unset while serializeImagePulls (--serialize-image-pulls) is true"}},
+		{name: "parallel pulls", modify: func(c *Config) { c.Images.SerializePulls, c.Images.MaxParallelPulls = false, 3 }},
 		{name: "relative cgroup root", modify: func(c *Config) { c.Resources.CgroupRoot = "kube" }, want: []string{`cgroupRoot (--cgroup-root): "kube": must be an absolute cgroup path`}},
 		{name: "enforcing pods without QoS cgroups", modify: func(c *Config) { c.Resources.CgroupsPerQOS = false },
 			want: []string{`enforceNodeAllocatable: "pods" needs cgroupsPerQOS (--cgroups-per-qos)`}},

@@ -29,6 +29,11 @@ const (
 	flagDevicePluginDir          = "device-plugin-dir"
 	flagPodResourcesDir          = "pod-resources-dir"
 	flagDevicePluginWait         = "device-plugin-wait"
+	flagImageGCHigh              = "image-gc-high-threshold"
+	flagImageGCLow               = "image-gc-low-threshold"
+	flagSerializeImagePulls      = "serialize-image-pulls"
+	flagPinnedImage              = "pinned-image"
+	flagImageGCPeriod            = "image-gc-period"
 	// flagV is the kubelet's verbosity flag, kept as an alias of --log-level
 	// so kubelet command lines keep working.
 	flagV = "v"
@@ -60,5 +65,10 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String(flagDevicePluginDir, DefaultDevicePluginDir, "directory of the device plugins' registration socket (kubelet.sock), their sockets and the device checkpoint")
 	fs.String(flagPodResourcesDir, DefaultPodResourcesDir, "directory of the pod-resources API socket (kubelet.sock)")
 	fs.Duration(flagDevicePluginWait, DefaultDevicePluginWait, "how long a new pod that needs a device waits for the device plugin to register before it is rejected")
+	fs.Int32(flagImageGCHigh, DefaultImageGCHighThresholdPercent, "image filesystem usage (percent) at which image GC starts; 100 turns the periodic GC off")
+	fs.Int32(flagImageGCLow, DefaultImageGCLowThresholdPercent, "image filesystem usage (percent) image GC frees down to")
+	fs.Bool(flagSerializeImagePulls, true, "pull one image at a time")
+	fs.StringSlice(flagPinnedImage, nil, "image that image GC never removes (repeatable), besides the sandbox image and images the runtime pins")
+	fs.Duration(flagImageGCPeriod, DefaultImageGCPeriod, "how often the periodic image GC runs")
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

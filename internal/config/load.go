@@ -63,6 +63,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		PodResourcesDir:    DefaultPodResourcesDir,
 		DevicePluginWait:   DefaultDevicePluginWait,
 		Resources:          defaultResources(),
+		Images:             defaultImages(),
 	}
 
 	kc := &kubeletconfigv1beta1.KubeletConfiguration{}
@@ -72,6 +73,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 			return nil, err
 		}
 		applyFile(cfg, kf)
+		applyImagesFile(&cfg.Images, kf.config, kf.set)
 		if err := errors.Join(applyResourcesFile(&cfg.Resources, kf.config, kf.set)...); err != nil {
 			return nil, fmt.Errorf("invalid configuration (%s):\n%w", path, err)
 		}
@@ -104,7 +106,9 @@ func honoured(field string) bool {
 	case "staticPodPath", "fileCheckFrequency", "containerRuntimeEndpoint", "cgroupDriver",
 		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR",
 		"cgroupsPerQOS", "cgroupRoot", "enforceNodeAllocatable", "kubeReserved", "systemReserved",
-		"evictionHard", "qosReserved", "podPidsLimit":
+		"evictionHard", "qosReserved", "podPidsLimit",
+		"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
+		"serializeImagePulls", "maxParallelImagePulls":
 		return true
 	}
 	return false
@@ -171,6 +175,11 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		override(fs, flagDevicePluginDir, fs.GetString, &cfg.DevicePluginDir),
 		override(fs, flagPodResourcesDir, fs.GetString, &cfg.PodResourcesDir),
 		override(fs, flagDevicePluginWait, fs.GetDuration, &cfg.DevicePluginWait),
+		override(fs, flagImageGCHigh, fs.GetInt32, &cfg.Images.GCHighThresholdPercent),
+		override(fs, flagImageGCLow, fs.GetInt32, &cfg.Images.GCLowThresholdPercent),
+		override(fs, flagSerializeImagePulls, fs.GetBool, &cfg.Images.SerializePulls),
+		override(fs, flagPinnedImage, fs.GetStringSlice, &cfg.Images.Pinned),
+		override(fs, flagImageGCPeriod, fs.GetDuration, &cfg.Images.GCPeriod),
 	}
 	// --log-level wins over its alias --v when both are given.
 	var v string
@@ -284,4 +293,5 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.CgroupRoot = r.CgroupRoot
 	kc.EnforceNodeAllocatable = r.EnforceNodeAllocatable
 	kc.PodPidsLimit = &r.PodPidsLimit
+	writeBackImages(kc, cfg.Images)
 }

@@ -75,6 +75,7 @@ func TestLoadDefaults(t *testing.T) {
 		DevicePluginDir:    "/var/lib/kubelet/device-plugins",
 		PodResourcesDir:    "/var/lib/kubelet/pod-resources",
 		DevicePluginWait:   2 * time.Minute,
+		Images:             defaultImages(),
 		Resources:          defaultResources(),
 	}
 	got := *cfg
@@ -389,5 +390,36 @@ func TestLoadResourcesErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", tt.body, err, tt.want)
 		}
+	}
+}
+
+func TestLoadImages(t *testing.T) {
+	file := `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+imageGCHighThresholdPercent: 70
+imageGCLowThresholdPercent: 0
+imageMinimumGCAge: 30s
+imageMaximumGCAge: 24h
+serializeImagePulls: false
+maxParallelImagePulls: 4
+`
+	cfg, err := loadWith(t, file, nil, testHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Images{GCHighThresholdPercent: 70, GCLowThresholdPercent: 0, MinimumGCAge: 30 * time.Second,
+		MaximumGCAge: 24 * time.Hour, SerializePulls: false, MaxParallelPulls: 4, GCPeriod: 5 * time.Minute}
+	if !reflect.DeepEqual(cfg.Images, want) {
+		t.Errorf("images = %+v, want %+v", cfg.Images, want)
+	}
+	if cfg.Images.ParallelPulls() != 4 || defaultImages().ParallelPulls() != 1 {
+		t.Errorf("parallel pulls: %d, default %d", cfg.Images.ParallelPulls(), defaultImages().ParallelPulls())
+	}
+	if len(cfg.Unimplemented) != 0 {
+		t.Errorf("unimplemented = %v", cfg.Unimplemented)
+	}
+	_, err = loadWith(t, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 50\n", nil, testHost)
+	if err == nil || !strings.Contains(err.Error(), "imageGCLowThresholdPercent (--image-gc-low-threshold): 80: must not be above") {
+		t.Errorf("low above high from a file: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/logs"
 )
 
@@ -63,6 +64,20 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, events []v1
 // devices answers with the device plugins' resources and allocations.
 func (s *Server) devices(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, s.src.Devices())
+}
+
+// images answers with every image and why the GC would or would not remove
+// it; 503 while the runtime cannot be asked.
+func (s *Server) images(w http.ResponseWriter, r *http.Request) {
+	list, err := s.src.Images()
+	if err != nil {
+		http.Error(w, "listing images: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if list == nil {
+		list = []images.ImageStatus{}
+	}
+	s.writeJSON(w, r, list)
 }
 
 func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {

@@ -2,8 +2,9 @@
 // kubelet's read-only port: /healthz, /pods, /containerLogs and /metrics,
 // with the kubelet's paths, query parameters and response shapes, so the same
 // tools and habits work against it; /pods/{namespace}/{name}/events and
-// /node/events, which stand in for the API server's events; and /devices,
-// the device plugins' resources and allocations. It has no
+// /node/events, which stand in for the API server's events; /devices, the
+// device plugins' resources and allocations; and /images, the images with
+// their garbage-collection state. It has no
 // authentication; berth binds it to loopback by default.
 package server
 
@@ -21,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/images"
 )
 
 // Source is what the API shows: berth's view of its pods.
@@ -46,6 +48,8 @@ type Source interface {
 	// Devices returns the device plugins' resources and every device
 	// allocation.
 	Devices() devicemanager.Snapshot
+	// Images returns every image of the runtime with its GC state.
+	Images() ([]images.ImageStatus, error)
 }
 
 const (
@@ -80,6 +84,7 @@ func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	s.mux.HandleFunc("GET /node/events", s.nodeEvents)
 	s.mux.HandleFunc("GET /devices", s.devices)
+	s.mux.HandleFunc("GET /images", s.images)
 	if gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),

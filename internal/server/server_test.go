@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/images"
 )
 
 // fakeSource serves fixed pods and log files.
@@ -40,15 +41,18 @@ type fakeSource struct {
 
 	nodeEvents []v1.Event
 	devices    devicemanager.Snapshot
+	images     []images.ImageStatus
+	imagesErr  error
 
 	mu      sync.Mutex
 	running map[string]bool
 }
 
-func (f *fakeSource) Pods() []v1.Pod                  { return f.pods }
-func (f *fakeSource) NodeEvents() []v1.Event          { return f.nodeEvents }
-func (f *fakeSource) Devices() devicemanager.Snapshot { return f.devices }
-func (f *fakeSource) Healthy() error                  { return f.healthy }
+func (f *fakeSource) Pods() []v1.Pod                        { return f.pods }
+func (f *fakeSource) NodeEvents() []v1.Event                { return f.nodeEvents }
+func (f *fakeSource) Devices() devicemanager.Snapshot       { return f.devices }
+func (f *fakeSource) Images() ([]images.ImageStatus, error) { return f.images, f.imagesErr }
+func (f *fakeSource) Healthy() error                        { return f.healthy }
 
 func (f *fakeSource) Events(namespace, pod string) []v1.Event {
 	return f.events[namespace+"/"+pod]
