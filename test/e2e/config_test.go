@@ -30,10 +30,10 @@ func TestConfigFile(t *testing.T) {
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 maxPods: 1
-imageGCHighThresholdPercent: 90
+registryPullQPS: 3
 `)
 	n := startNode(t, "--config", cfg)
-	if log := n.logTail(); !strings.Contains(log, "imageGCHighThresholdPercent") {
+	if log := n.logTail(); !strings.Contains(log, "registryPullQPS") {
 		t.Errorf("the unimplemented field is not named at start-up:\n%s", log)
 	}
 	n.writeManifest("a.yaml", sleeper("a", "x"))
