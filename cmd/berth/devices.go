@@ -31,13 +31,8 @@ manager did (plugins registered, gone, refused; a corrupt checkpoint).`,
 			if err := client.getJSON(cmd.Context(), "/devices", "the devices", &snap); err != nil {
 				return err
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(snap)
-			}
 			if output != "" {
-				return fmt.Errorf("--output %q: want json or nothing", output)
+				return writeRaw(cmd.OutOrStdout(), output, snap)
 			}
 			var events v1.EventList
 			if err := client.getJSON(cmd.Context(), "/node/events", "the node's events", &events); err != nil {
@@ -133,6 +128,16 @@ func numaList(nodes []int64) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// writeRaw writes v as the local API answered it, for -o json.
+func writeRaw(w io.Writer, output string, v any) error {
+	if output != "json" {
+		return fmt.Errorf("--output %q: want json or nothing", output)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // getJSON fetches path and decodes its JSON answer into v; what names the

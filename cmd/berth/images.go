@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,13 +31,8 @@ why image garbage collection would or would not remove it now.`,
 			if err := newAPIClient(server).getJSON(cmd.Context(), "/images", "the images", &list); err != nil {
 				return err
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(list)
-			}
 			if output != "" {
-				return fmt.Errorf("--output %q: want json or nothing", output)
+				return writeRaw(cmd.OutOrStdout(), output, list)
 			}
 			_, err := io.WriteString(cmd.OutOrStdout(), imageTable(list, time.Now()))
 			return err
