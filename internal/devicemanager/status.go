@@ -91,11 +91,13 @@ func (m *Manager) Allocations() []Allocation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []Allocation
-	for _, e := range m.pods.toCheckpointData() {
-		out = append(out, Allocation{
-			PodUID: e.PodUID, Container: e.ContainerName, Resource: e.ResourceName,
-			DeviceIDs: sets.List(flatten(e.DeviceIDs)),
-		})
+	for _, uid := range sortedKeys(m.pods) {
+		for _, name := range sortedKeys(m.pods[uid]) {
+			for _, resource := range sortedKeys(m.pods[uid][name]) {
+				out = append(out, Allocation{PodUID: uid, Container: name, Resource: resource,
+					DeviceIDs: sets.List(flatten(m.pods[uid][name][resource].deviceIDs))})
+			}
+		}
 	}
 	return out
 }

@@ -144,8 +144,13 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	imageRef, waiting := w.ensureImage(ctx, pod, c, sbCfg, log)
 	if waiting != nil {
-		w.ws.pullBackOff.Next(pullKey, now)
 		w.waiting[c.Name] = *waiting
+		if waiting.Reason != reasonErrImagePull {
+			// Not a failed pull: nothing to back off from, as in the
+			// kubelet (an image imported later is used at the next try).
+			return retryAfterError
+		}
+		w.ws.pullBackOff.Next(pullKey, now)
 		return w.ws.pullBackOff.Get(pullKey)
 	}
 	w.ws.pullBackOff.Reset(pullKey)

@@ -74,6 +74,9 @@ spec:
     image: %s/e2e/nothing-here:v1
 `, host))
 	pod := n.waitRunning("pulled", 2*time.Minute)
+	n.waitEvent("pulled", "Pulling", fmt.Sprintf("Pulling image %q", host+"/e2e/busybox:v1"))
+	n.waitEvent("pulled", "Pulled", "Successfully pulled image")
+	n.waitEvent("pulled", "Pulled", "including waiting). Image size: ")
 	if id := pod.Status.ContainerStatuses[0].ImageID; !strings.HasPrefix(id, "sha256:") && !strings.Contains(id, "@sha256:") {
 		t.Errorf("imageID %q is not a digest", id)
 	}
@@ -88,6 +91,8 @@ spec:
 		}
 		return (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") && strings.Contains(w.Message, "nothing-here"), describe(p)
 	})
+	n.waitEvent("missing", "Failed", "Failed to pull image")
+	n.waitEvent("missing", "BackOff", "Back-off pulling image")
 }
 
 // `berth images import` imports a tarball into berth's runtime, and a pod
@@ -120,4 +125,23 @@ spec:
     command: ["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]
 `, ref))
 	n.waitRunning("imported", time.Minute)
+	n.waitEvent("imported", "Pulled", fmt.Sprintf("Container image %q already present on machine", ref))
+
+	// Never, and not present: the kubelet's ErrImageNeverPull, no pull.
+	n.writeManifest("never.yaml", `
+apiVersion: v1
+kind: Pod
+metadata: {name: never}
+spec:
+  containers:
+  - {name: main, image: "berth.local/not-imported:e2e", imagePullPolicy: Never}
+`)
+	waitFor(t, time.Minute, "pod never waiting with ErrImageNeverPull", func() (bool, string) {
+		p := n.pod("never")
+		if p == nil || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+			return false, describe(p)
+		}
+		return p.Status.ContainerStatuses[0].State.Waiting.Reason == "ErrImageNeverPull", describe(p)
+	})
+	n.waitEvent("never", "ErrImageNeverPull", `Container image "berth.local/not-imported:e2e" is not present with pull policy of Never`)
 }
