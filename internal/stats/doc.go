@@ -1,0 +1,25 @@
+// Package stats measures the node and its pods as the kubelet's Summary API
+// (k8s.io/kubelet/pkg/apis/stats/v1alpha1) describes them, with the
+// kubelet's meaning for every field: the eviction manager decides on these
+// numbers, and the local API serves them at /stats/summary.
+//
+// Where each number comes from:
+//
+//	node memory        root cgroup (v1: usage_in_bytes, total_inactive_file;
+//	                   v2: MemTotal − MemFree, inactive_file) against MemTotal
+//	node fs            statfs of berth's root dir (the nodefs)
+//	image fs           the runtime's ImageFsInfo, sized by statfs of its mount point
+//	rlimit             min(pid_max, threads-max); tasks from /proc/loadavg
+//	pod memory         the pod's cgroup, or the sum of its containers'
+//	pod processes      the pod cgroup's pids.current
+//	container memory   CRI ListContainerStats (working set, usage, RSS)
+//	container rootfs   CRI writable layer usage
+//	container logs     du of <podLogsDir>/<ns>_<name>_<uid>/<container>/
+//	volumes            du of each emptyDir (disk or tmpfs)
+//	ephemeral storage  rootfs + logs + disk-backed emptyDirs + pod-level files
+//
+// Directory usage is counted as du counts it (allocated blocks, hard links
+// once), without following symlinks or crossing mount points; a Get walks
+// every pod's volumes and logs, so its cost grows with the number of files
+// there (see BenchmarkWalkDir).
+package stats

@@ -1,0 +1,305 @@
+package stats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
+)
+
+// Runtime is the part of the CRI the provider reads; *runtime.Service
+// implements it.
+type Runtime interface {
+	ListPodSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ListContainerStats(ctx context.Context, f *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
+// Options configure a Provider.
+type Options struct {
+	// Runtime is required.
+	Runtime  Runtime
+	NodeName string
+	// RootDir is berth's root directory; its filesystem is the nodefs, as
+	// the kubelet's root directory's is. Pod volumes live under it.
+	RootDir string
+	// PodLogsDir is the root of container logs, e.g. /var/log/pods.
+	PodLogsDir string
+	// Pods returns the active pods; nil means none.
+	Pods func() []*v1.Pod
+	// PodCgroup returns the cgroupfs path of the pod's cgroup, "" when the
+	// pod has none; nil means no pod has one.
+	PodCgroup func(pod *v1.Pod) string
+	// PodsCgroup is the cgroupfs path of the cgroup that holds every pod
+	// (kubepods), reported as the "pods" system container, whose available
+	// memory the allocatable memory eviction signal reads; "" leaves it out.
+	PodsCgroup string
+	// Clock defaults to the real clock.
+	Clock clock.PassiveClock
+	// Log defaults to discarding.
+	Log *slog.Logger
+	// ProcFS and CgroupFS are where procfs and the cgroup filesystem are
+	// mounted; defaults /proc and /sys/fs/cgroup.
+	ProcFS   string
+	CgroupFS string
+}
+
+// Provider computes the kubelet's Summary for berth's node and pods. It
+// holds no state between calls: each Get reads the node afresh, so it is
+// safe for concurrent use.
+type Provider struct {
+	opts Options
+	log  *slog.Logger
+	// sysinfoProcs is sysinfo(2)'s task count, the fallback when loadavg
+	// cannot be read.
+	sysinfoProcs func() (int64, error)
+}
+
+// New returns a Provider.
+func New(opts Options) *Provider {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.ProcFS == "" {
+		opts.ProcFS = "/proc"
+	}
+	if opts.CgroupFS == "" {
+		opts.CgroupFS = "/sys/fs/cgroup"
+	}
+	if opts.Pods == nil {
+		opts.Pods = func() []*v1.Pod { return nil }
+	}
+	if opts.PodCgroup == nil {
+		opts.PodCgroup = func(*v1.Pod) string { return "" }
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Provider{opts: opts, log: log, sysinfoProcs: sysinfoProcs}
+}
+
+// Get returns the node's and the active pods' statistics. Only the node's
+// memory and filesystem are essential (eviction cannot work without them):
+// if either cannot be read, Get fails and names the file. Anything else
+// that cannot be read is logged and its field left nil.
+func (p *Provider) Get(ctx context.Context) (*statsapi.Summary, error) {
+	now := metav1.NewTime(p.opts.Clock.Now())
+	cg, cgErr := detectCgroupFS(p.opts.CgroupFS)
+	mem, err := p.nodeMemory(cg, cgErr)
+	if err != nil {
+		return nil, fmt.Errorf("node memory: %w", err)
+	}
+	nodefs, err := statFS(p.opts.RootDir)
+	if err != nil {
+		return nil, fmt.Errorf("node filesystem: %w", err)
+	}
+	sizes := newFsCache(p)
+	sizes.put(p.opts.RootDir, nodefs)
+	node := statsapi.NodeStats{
+		NodeName: p.opts.NodeName,
+		Memory:   mem.toStats(now),
+		Fs:       nodefs.toStats(now),
+		Rlimit:   p.rlimit(now),
+		Runtime:  p.runtimeStats(ctx, now, sizes),
+	}
+	if boot, err := bootTime(p.opts.ProcFS); err != nil {
+		p.warn("node start time unknown", err)
+	} else {
+		node.StartTime = metav1.NewTime(boot)
+	}
+	if p.opts.PodsCgroup != "" && cgErr == nil {
+		if m, err := cg.memory(p.opts.PodsCgroup); err != nil {
+			p.warn("pods cgroup memory unknown", err, "cgroup", p.opts.PodsCgroup)
+		} else {
+			node.SystemContainers = []statsapi.ContainerStats{{
+				Name: statsapi.SystemContainerPods, StartTime: node.StartTime, Memory: m.toStats(now),
+			}}
+		}
+	}
+	var c *cgroupFS
+	if cgErr == nil {
+		c = &cg
+	}
+	return &statsapi.Summary{Node: node, Pods: p.podStats(ctx, now, c, nodefs, sizes)}, nil
+}
+
+// HasDedicatedImageFs reports whether the runtime keeps its images on a
+// filesystem other than the nodefs, which decides which eviction signals
+// apply to which filesystem.
+func (p *Provider) HasDedicatedImageFs(ctx context.Context) (bool, error) {
+	resp, err := p.opts.Runtime.ImageFsInfo(ctx)
+	if err != nil {
+		return false, err
+	}
+	mount := firstFs(resp.GetImageFilesystems()).GetFsId().GetMountpoint()
+	if mount == "" {
+		return false, errors.New("the runtime reports no image filesystem")
+	}
+	imageDev, err := deviceOf(mount)
+	if err != nil {
+		return false, fmt.Errorf("image filesystem: %w", err)
+	}
+	nodeDev, err := deviceOf(p.opts.RootDir)
+	if err != nil {
+		return false, fmt.Errorf("node filesystem: %w", err)
+	}
+	return imageDev != nodeDev, nil
+}
+
+// nodeMemory reads the root cgroup's memory against the machine's
+// capacity (MemTotal), as cadvisor's root container gives it to the
+// kubelet.
+func (p *Provider) nodeMemory(cg cgroupFS, cgErr error) (memoryReading, error) {
+	meminfo, err := readMeminfo(p.opts.ProcFS)
+	if err != nil {
+		return memoryReading{}, err
+	}
+	if cgErr != nil {
+		return memoryReading{}, cgErr
+	}
+	var m memoryReading
+	if cg.v2 {
+		stat, err := readFlatKeyed(filepath.Join(cg.mount, "memory.stat"))
+		if err != nil {
+			return memoryReading{}, err
+		}
+		m = v2RootMemory(meminfo, stat)
+	} else if m, err = cg.memory("/"); err != nil {
+		return memoryReading{}, err
+	}
+	m.Limit = ptr(meminfo["MemTotal"])
+	return m, nil
+}
+
+func (p *Provider) rlimit(now metav1.Time) *statsapi.RlimitStats {
+	r := &statsapi.RlimitStats{Time: now}
+	if m, err := maxPID(p.opts.ProcFS); err != nil {
+		p.warn("node max PID unknown", err)
+	} else {
+		r.MaxPID = m
+	}
+	n, err := runningTasks(p.opts.ProcFS)
+	if err != nil {
+		p.log.Debug("reading the task count from sysinfo", "err", err)
+		n, err = p.sysinfoProcs()
+	}
+	if err != nil {
+		p.warn("node process count unknown", err)
+	} else {
+		r.NumOfRunningProcesses = &n
+	}
+	return r
+}
+
+// runtimeStats is the runtime's image filesystem (and container
+// filesystem, the same one unless the runtime names another): its usage
+// from the runtime, its size from statfs of the mount point it names.
+func (p *Provider) runtimeStats(ctx context.Context, now metav1.Time, sizes *fsCache) *statsapi.RuntimeStats {
+	resp, err := p.opts.Runtime.ImageFsInfo(ctx)
+	if err != nil {
+		p.warn("image filesystem stats unknown", err)
+		return nil
+	}
+	img := firstFs(resp.GetImageFilesystems())
+	if img == nil {
+		p.warn("image filesystem stats unknown", errors.New("the runtime reports no image filesystem"))
+		return nil
+	}
+	rs := &statsapi.RuntimeStats{ImageFs: runtimeFs(img, sizes.get(img.GetFsId().GetMountpoint()), now)}
+	if c := firstFs(resp.GetContainerFilesystems()); c != nil {
+		rs.ContainerFs = runtimeFs(c, sizes.get(c.GetFsId().GetMountpoint()), now)
+	} else {
+		cp := *rs.ImageFs
+		rs.ContainerFs = &cp
+	}
+	return rs
+}
+
+// firstFs is the filesystem the kubelet reports when a runtime names
+// several: the first.
+func firstFs(fss []*runtimeapi.FilesystemUsage) *runtimeapi.FilesystemUsage {
+	if len(fss) == 0 {
+		return nil
+	}
+	return fss[0]
+}
+
+// runtimeFs is what the runtime uses on a filesystem of size f (nil when
+// unknown).
+func runtimeFs(u *runtimeapi.FilesystemUsage, f *fsInfo, now metav1.Time) *statsapi.FsStats {
+	s := &statsapi.FsStats{Time: now}
+	if f != nil {
+		s = f.sizeOnly(now)
+	}
+	if u.GetTimestamp() != 0 {
+		s.Time = nanoTime(u.GetTimestamp())
+	}
+	if v := u.GetUsedBytes(); v != nil {
+		s.UsedBytes = ptr(v.GetValue())
+	}
+	if v := u.GetInodesUsed(); v != nil {
+		s.InodesUsed = ptr(v.GetValue())
+	}
+	return s
+}
+
+// warn logs a field that could not be read. Something that is simply not
+// there (a pod whose logs or volumes are not created yet) is routine and
+// logged at debug level, so that a 10 s period does not flood the log.
+func (p *Provider) warn(msg string, err error, args ...any) {
+	args = append(args, "err", err)
+	if errors.Is(err, fs.ErrNotExist) {
+		p.log.Debug(msg, args...)
+		return
+	}
+	p.log.Warn(msg, args...)
+}
+
+func sysinfoProcs() (int64, error) {
+	var info unix.Sysinfo_t
+	if err := unix.Sysinfo(&info); err != nil {
+		return 0, fmt.Errorf("sysinfo: %w", err)
+	}
+	return int64(info.Procs), nil
+}
+
+// fsCache holds, for one Get, the size of each filesystem already
+// measured, by the path it was measured at.
+type fsCache struct {
+	p     *Provider
+	sizes map[string]*fsInfo
+}
+
+func newFsCache(p *Provider) *fsCache { return &fsCache{p: p, sizes: map[string]*fsInfo{}} }
+
+func (c *fsCache) put(path string, f fsInfo) { c.sizes[path] = &f }
+
+// get is the size of the filesystem at path, nil (and logged once) when
+// statfs fails.
+func (c *fsCache) get(path string) *fsInfo {
+	if path == "" {
+		return nil
+	}
+	if f, ok := c.sizes[path]; ok {
+		return f
+	}
+	f, err := statFS(path)
+	if err != nil {
+		c.p.warn("filesystem size unknown", err)
+		c.sizes[path] = nil
+		return nil
+	}
+	c.sizes[path] = &f
+	return &f
+}
