@@ -28,6 +28,8 @@ setup carries over.`,
 		newLogsCommand(),
 		newImagesCommand(),
 		newDevicesCommand(),
+		newApplyCommand(),
+		newDeleteCommand(),
 		newVersionCommand(version),
 	)
 	return root
