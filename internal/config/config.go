@@ -87,6 +87,10 @@ type Config struct {
 	Resources Resources
 	// Images is how images are pulled and collected.
 	Images Images
+	// Eviction is when node resources are reclaimed and pods evicted.
+	Eviction Eviction
+	// ContainerGC is how dead containers are collected.
+	ContainerGC ContainerGC
 
 	// Kubelet is the configuration file as decoded, with the fields berth
 	// honours set to their effective values; a bare KubeletConfiguration when
@@ -192,6 +196,8 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Resources.validate()...)
 	errs = append(errs, c.Images.validate()...)
+	errs = append(errs, c.Eviction.validate()...)
+	errs = append(errs, c.ContainerGC.validate()...)
 	return errors.Join(errs...)
 }
 

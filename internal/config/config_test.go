@@ -27,6 +27,8 @@ func validConfig() Config {
 		DevicePluginWait:   time.Minute,
 		Resources:          defaultResources(),
 		Images:             defaultImages(),
+		Eviction:           defaultEviction(),
+		ContainerGC:        defaultContainerGC(),
 	}
 }
 
@@ -71,8 +73,10 @@ func TestValidate(t *testing.T) {
 		{name: "system-reserved enforcement", modify: func(c *Config) { c.Resources.EnforceNodeAllocatable = []string{"pods", "system-reserved"} },
 			want: []string{`enforceNodeAllocatable: "system-reserved": berth does not enforce reservations on system cgroups yet`}},
 		{name: "zero pids limit", modify: func(c *Config) { c.Resources.PodPidsLimit = 0 }, want: []string{"podPidsLimit (--pod-max-pids): 0: must be positive"}},
-		{name: "bad eviction threshold", modify: func(c *Config) { c.Resources.EvictionHardMemory = "lots" }, want: []string{`evictionHard.memory.available: "lots"`}},
-		{name: "eviction threshold over 100%", modify: func(c *Config) { c.Resources.EvictionHardMemory = "120%" }, want: []string{`evictionHard.memory.available: "120%": must be between 0% and 100%`}},
+		{name: "bad eviction threshold", modify: func(c *Config) { c.Eviction.Hard = map[string]string{"memory.available": "lots"} }, want: []string{`evictionHard`, `memory.available`, `"lots"`}},
+		{name: "eviction threshold over 100%", modify: func(c *Config) { c.Eviction.Hard = map[string]string{"memory.available": "120%"} }, want: []string{`evictionHard`, `memory.available`, `"120%"`}},
+		{name: "unknown eviction signal", modify: func(c *Config) { c.Eviction.Soft = map[string]string{"disk.free": "1Gi"} }, want: []string{`evictionSoft`, `disk.free`}},
+		{name: "negative container GC age", modify: func(c *Config) { c.ContainerGC.MinAge = -time.Second }, want: []string{`--minimum-container-ttl-duration: -1s: must not be negative`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,6 +34,18 @@ const (
 	flagSerializeImagePulls      = "serialize-image-pulls"
 	flagPinnedImage              = "pinned-image"
 	flagImageGCPeriod            = "image-gc-period"
+
+	flagEvictionHard                     = "eviction-hard"
+	flagEvictionSoft                     = "eviction-soft"
+	flagEvictionSoftGracePeriod          = "eviction-soft-grace-period"
+	flagEvictionMinimumReclaim           = "eviction-minimum-reclaim"
+	flagEvictionPressureTransitionPeriod = "eviction-pressure-transition-period"
+	flagEvictionMaxPodGracePeriod        = "eviction-max-pod-grace-period"
+	flagEvictionMonitoringInterval       = "eviction-monitoring-interval"
+	flagMinimumContainerTTL              = "minimum-container-ttl-duration"
+	flagMaxPerPodContainer               = "maximum-dead-containers-per-container"
+	flagMaxContainers                    = "maximum-dead-containers"
+	flagContainerGCPeriod                = "container-gc-period"
 	// flagV is the kubelet's verbosity flag, kept as an alias of --log-level
 	// so kubelet command lines keep working.
 	flagV = "v"
@@ -70,5 +82,16 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Bool(flagSerializeImagePulls, true, "pull one image at a time")
 	fs.StringSlice(flagPinnedImage, nil, "image that image GC never removes (repeatable), besides the sandbox image and images the runtime pins")
 	fs.Duration(flagImageGCPeriod, DefaultImageGCPeriod, "how often the periodic image GC runs")
+	fs.String(flagEvictionHard, "", "hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
+	fs.String(flagEvictionSoft, "", "soft eviction thresholds, e.g. memory.available<300Mi")
+	fs.String(flagEvictionSoftGracePeriod, "", "grace periods of the soft eviction thresholds, e.g. memory.available=1m30s")
+	fs.String(flagEvictionMinimumReclaim, "", "minimum amount reclaimed by an eviction, e.g. imagefs.available=2Gi")
+	fs.Duration(flagEvictionPressureTransitionPeriod, DefaultEvictionPressureTransitionPeriod, "how long a pressure condition stays after its threshold was last met")
+	fs.Int32(flagEvictionMaxPodGracePeriod, 0, "maximum grace period (seconds) of pods evicted for a soft threshold")
+	fs.Duration(flagEvictionMonitoringInterval, DefaultEvictionMonitoringInterval, "how often eviction signals are observed")
+	fs.Duration(flagMinimumContainerTTL, 0, "minimum age of a dead container before the container GC may remove it")
+	fs.Int32(flagMaxPerPodContainer, DefaultMaxPerPodContainer, "dead instances kept per container; negative for no limit")
+	fs.Int32(flagMaxContainers, DefaultMaxContainers, "dead containers kept on the node in all; negative for no limit")
+	fs.Duration(flagContainerGCPeriod, DefaultContainerGCPeriod, "how often the container GC runs")
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

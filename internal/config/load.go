@@ -64,6 +64,8 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		DevicePluginWait:   DefaultDevicePluginWait,
 		Resources:          defaultResources(),
 		Images:             defaultImages(),
+		Eviction:           defaultEviction(),
+		ContainerGC:        defaultContainerGC(),
 	}
 
 	kc := &kubeletconfigv1beta1.KubeletConfiguration{}
@@ -74,6 +76,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		}
 		applyFile(cfg, kf)
 		applyImagesFile(&cfg.Images, kf.config, kf.set)
+		applyEvictionFile(&cfg.Eviction, kf.config, kf.set)
 		if err := errors.Join(applyResourcesFile(&cfg.Resources, kf.config, kf.set)...); err != nil {
 			return nil, fmt.Errorf("invalid configuration (%s):\n%w", path, err)
 		}
@@ -106,7 +109,9 @@ func honoured(field string) bool {
 	case "staticPodPath", "fileCheckFrequency", "containerRuntimeEndpoint", "cgroupDriver",
 		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR",
 		"cgroupsPerQOS", "cgroupRoot", "enforceNodeAllocatable", "kubeReserved", "systemReserved",
-		"evictionHard", "qosReserved", "podPidsLimit",
+		"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
+		"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
+		"qosReserved", "podPidsLimit",
 		"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
 		"serializeImagePulls", "maxParallelImagePulls":
 		return true
@@ -180,6 +185,25 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		override(fs, flagSerializeImagePulls, fs.GetBool, &cfg.Images.SerializePulls),
 		override(fs, flagPinnedImage, fs.GetStringSlice, &cfg.Images.Pinned),
 		override(fs, flagImageGCPeriod, fs.GetDuration, &cfg.Images.GCPeriod),
+		override(fs, flagEvictionPressureTransitionPeriod, fs.GetDuration, &cfg.Eviction.PressureTransitionPeriod),
+		override(fs, flagEvictionMaxPodGracePeriod, fs.GetInt32, &cfg.Eviction.MaxPodGracePeriod),
+		override(fs, flagEvictionMonitoringInterval, fs.GetDuration, &cfg.Eviction.MonitoringInterval),
+		override(fs, flagMinimumContainerTTL, fs.GetDuration, &cfg.ContainerGC.MinAge),
+		override(fs, flagMaxPerPodContainer, fs.GetInt32, &cfg.ContainerGC.MaxPerPodContainer),
+		override(fs, flagMaxContainers, fs.GetInt32, &cfg.ContainerGC.MaxContainers),
+		override(fs, flagContainerGCPeriod, fs.GetDuration, &cfg.ContainerGC.Period),
+	}
+	for _, f := range signalMapFlags(&cfg.Eviction) {
+		if !fs.Changed(f.name) {
+			continue
+		}
+		v, _ := fs.GetString(f.name)
+		m, err := parseSignalMap(f.name, v, f.sep)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*f.dst = m
 	}
 	// --log-level wins over its alias --v when both are given.
 	var v string
@@ -294,4 +318,5 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.EnforceNodeAllocatable = r.EnforceNodeAllocatable
 	kc.PodPidsLimit = &r.PodPidsLimit
 	writeBackImages(kc, cfg.Images)
+	writeBackEviction(kc, cfg.Eviction)
 }

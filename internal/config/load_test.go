@@ -77,6 +77,13 @@ func TestLoadDefaults(t *testing.T) {
 		DevicePluginWait:   2 * time.Minute,
 		Images:             defaultImages(),
 		Resources:          defaultResources(),
+		Eviction: Eviction{
+			Hard: map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+				"imagefs.available": "15%", "imagefs.inodesFree": "5%"},
+			PressureTransitionPeriod: 5 * time.Minute,
+			MonitoringInterval:       10 * time.Second,
+		},
+		ContainerGC: ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
 	}
 	got := *cfg
 	got.Kubelet = nil
@@ -362,7 +369,7 @@ podPidsLimit: 4096
 		t.Fatal(err)
 	}
 	r := cfg.Resources
-	if r.CgroupRoot != "/custom" || !r.CgroupsPerQOS || !r.EnforcesPods() || r.PodPidsLimit != 4096 || r.EvictionHardMemory != "5%" {
+	if r.CgroupRoot != "/custom" || !r.CgroupsPerQOS || !r.EnforcesPods() || r.PodPidsLimit != 4096 || cfg.Eviction.Hard["memory.available"] != "5%" {
 		t.Errorf("resources = %+v", r)
 	}
 	if r.QOSReservedMemoryPercent == nil || *r.QOSReservedMemoryPercent != 100 {

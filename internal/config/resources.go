@@ -16,10 +16,8 @@ import (
 // The kubelet's defaults for how the node is divided between the system and
 // its pods.
 const (
-	DefaultCgroupRoot         = "/"
-	DefaultEvictionHardMemory = "100Mi"
-	EnforcePods               = "pods"
-	evictionMemoryAvailable   = "memory.available"
+	DefaultCgroupRoot = "/"
+	EnforcePods       = "pods"
 )
 
 // Resources is how berth divides the node's resources between the system
@@ -35,9 +33,6 @@ type Resources struct {
 	EnforceNodeAllocatable []string
 	// KubeReserved and SystemReserved are kept away from pods.
 	KubeReserved, SystemReserved v1.ResourceList
-	// EvictionHardMemory is the memory.available hard eviction threshold, a
-	// quantity or a percentage of capacity; allocatable leaves it free.
-	EvictionHardMemory string
 	// QOSReservedMemoryPercent is qosReserved's memory percentage, nil when
 	// unset: how much of the memory requested by higher QoS classes lower
 	// classes may not use.
@@ -54,7 +49,6 @@ func defaultResources() Resources {
 		CgroupsPerQOS:          true,
 		CgroupRoot:             DefaultCgroupRoot,
 		EnforceNodeAllocatable: []string{EnforcePods},
-		EvictionHardMemory:     DefaultEvictionHardMemory,
 		PodPidsLimit:           -1,
 	}
 }
@@ -81,9 +75,6 @@ func applyResourcesFile(r *Resources, kc *kubeletconfigv1beta1.KubeletConfigurat
 	}
 	if r.SystemReserved, err = reservedList("systemReserved", kc.SystemReserved); err != nil {
 		errs = append(errs, err)
-	}
-	if set["evictionHard"] {
-		r.EvictionHardMemory = kc.EvictionHard[evictionMemoryAvailable]
 	}
 	for k, v := range kc.QOSReserved {
 		if k != string(v1.ResourceMemory) {
@@ -159,15 +150,6 @@ func (r Resources) validate() []error {
 	}
 	if r.PodPidsLimit < -1 || r.PodPidsLimit == 0 {
 		errs = append(errs, fmt.Errorf("podPidsLimit (--%s): %d: must be positive, or -1 for no limit", flagPodMaxPids, r.PodPidsLimit))
-	}
-	if v := r.EvictionHardMemory; v != "" {
-		if strings.HasSuffix(v, "%") {
-			if _, err := percent(v); err != nil {
-				errs = append(errs, fmt.Errorf("evictionHard.%s: %w", evictionMemoryAvailable, err))
-			}
-		} else if q, err := resource.ParseQuantity(v); err != nil || q.Sign() < 0 {
-			errs = append(errs, fmt.Errorf("evictionHard.%s: %q: want a non-negative quantity or a percentage", evictionMemoryAvailable, v))
-		}
 	}
 	return errs
 }
