@@ -37,7 +37,7 @@ const (
 func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) time.Duration {
 	d := w.ws.deps
 	if plan.KillPod {
-		if err := w.stopPod(ctx, pod, st, log); err != nil {
+		if err := w.stopPod(ctx, pod, st, nil, log); err != nil {
 			log.Warn("stopping pod failed", "err", err)
 			return retryAfterError
 		}

@@ -46,8 +46,9 @@ func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string
 }
 
 // stopPod stops every active container, in parallel as the kubelet does,
-// then every sandbox. It removes nothing, so statuses and logs stay.
-func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStatus, log *slog.Logger) error {
+// then every sandbox. It removes nothing, so statuses and logs stay. A
+// non-nil graceOverride replaces the pod's grace period (an eviction's).
+func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStatus, graceOverride *int64, log *slog.Logger) error {
 	active := st.ActiveContainers()
 	errs := make([]error, len(active))
 	var wg sync.WaitGroup
@@ -55,6 +56,9 @@ func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStat
 		grace := gracePeriod(pod)
 		if pod == nil && cs.TerminationGracePeriod > 0 {
 			grace = cs.TerminationGracePeriod
+		}
+		if graceOverride != nil {
+			grace = *graceOverride
 		}
 		w.event(pod, v1.EventTypeNormal, "Killing", "Stopping container "+cs.Name)
 		wg.Add(1)
@@ -90,7 +94,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 		}
 	}
 	log.Info("killing pod", "containers", len(st.ActiveContainers()))
-	if err := w.stopPod(ctx, pod, st, log); err != nil {
+	if err := w.stopPod(ctx, pod, st, nil, log); err != nil {
 		return err
 	}
 	var errs []error

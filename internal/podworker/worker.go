@@ -37,12 +37,17 @@ type worker struct {
 	// (a manifest deleted and restored with the same content, so the same
 	// UID): once the kill is done, the worker starts the pod afresh.
 	revive bool
+	// evicting is set once the pod is evicted or preempted: it stops for
+	// good and keeps a terminal status until it is deleted.
+	evicting *eviction
 
 	// Owned by the worker goroutine alone.
 	waiting   map[string]status.Waiting
 	syncError *status.Waiting
 	published *v1.PodStatus
 	admission admission
+	// evicted is the terminal status an eviction left.
+	evicted *v1.PodStatus
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
@@ -66,6 +71,10 @@ func (w *worker) setPod(pod *v1.Pod) {
 func (w *worker) kill() {
 	w.mu.Lock()
 	w.terminating, w.revive = true, false
+	if w.evicting != nil {
+		// Deleting the pod also ends its eviction.
+		w.evicting.finish(nil)
+	}
 	w.mu.Unlock()
 	w.wake()
 }
@@ -83,6 +92,7 @@ func (w *worker) finishKill() (exit bool) {
 		w.terminating, w.revive = false, false
 		w.published, w.syncError = nil, nil
 		w.admission = admission{}
+		w.evicting, w.evicted = nil, nil
 		clear(w.waiting)
 		return false
 	}
@@ -99,10 +109,10 @@ func (w *worker) wake() {
 	}
 }
 
-func (w *worker) snapshot() (*v1.Pod, bool) {
+func (w *worker) snapshot() (*v1.Pod, bool, *eviction) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.pod, w.terminating
+	return w.pod, w.terminating, w.evicting
 }
 
 func (w *worker) run(ctx context.Context) {
@@ -116,7 +126,7 @@ func (w *worker) run(ctx context.Context) {
 		case <-w.wakeCh:
 		case <-timer.C():
 		}
-		pod, terminating := w.snapshot()
+		pod, terminating, ev := w.snapshot()
 		var next time.Duration
 		if terminating {
 			if err := w.terminate(ctx, pod, log); err != nil {
@@ -127,6 +137,8 @@ func (w *worker) run(ctx context.Context) {
 			} else {
 				log.Info("pod wanted again; starting it afresh")
 			}
+		} else if pod != nil && ev != nil {
+			next = w.evict(ctx, pod, ev, log)
 		} else if pod != nil {
 			next = w.sync(ctx, pod, log)
 		} else {

@@ -71,11 +71,14 @@ type EventRecorder interface {
 
 // Deps is what every worker shares. All of it is safe for concurrent use.
 type Deps struct {
-	Runtime    Runtime
-	Volumes    Volumes
-	Cgroups    PodCgroups
-	Probes     Probes
-	Devices    Devices
+	Runtime Runtime
+	Volumes Volumes
+	Cgroups PodCgroups
+	Probes  Probes
+	Devices Devices
+	// Admitters check a new pod before it starts (never a pod the runtime
+	// already has: berth restarted under it).
+	Admitters  []Admitter
 	Events     EventRecorder
 	Status     *status.Manager
 	Clock      clock.WithTicker

@@ -1,0 +1,136 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// eviction is a request to stop a pod for good, as the kubelet's eviction
+// and preemption do: its containers stop with the given grace period, its
+// volumes and cgroup go, and its status stays at the given terminal one
+// (Failed, reason Evicted or Preempting) until the pod is deleted. Its
+// containers are left for the container GC, which removes those of evicted
+// pods.
+type eviction struct {
+	grace  int64
+	status v1.PodStatus
+
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+func (e *eviction) finish(err error) {
+	e.once.Do(func() {
+		e.err = err
+		close(e.done)
+	})
+}
+
+// Evict stops the pod with uid with the grace period in seconds and sets its
+// status to status for good. It returns when the pod's containers are
+// stopped, or when ctx is done. Evicting a pod twice waits for the first
+// eviction.
+func (ws *Workers) Evict(ctx context.Context, uid types.UID, grace int64, status v1.PodStatus) error {
+	ws.mu.Lock()
+	w := ws.workers[uid]
+	ws.mu.Unlock()
+	if w == nil {
+		return fmt.Errorf("pod %s: no such pod", uid)
+	}
+	w.mu.Lock()
+	if w.terminating {
+		w.mu.Unlock()
+		return fmt.Errorf("pod %s is being deleted", uid)
+	}
+	ev := w.evicting
+	if ev == nil {
+		ev = &eviction{grace: grace, status: status, done: make(chan struct{})}
+		w.evicting = ev
+	}
+	w.mu.Unlock()
+	w.wake()
+	select {
+	case <-ev.done:
+		return ev.err
+	case <-ctx.Done():
+		return fmt.Errorf("evicting pod %s: %w", uid, ctx.Err())
+	}
+}
+
+// evict carries out an eviction: once the containers are stopped, the pod
+// shows its terminal status and the worker only keeps showing it.
+func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog.Logger) time.Duration {
+	d := w.ws.deps
+	if w.evicted != nil {
+		d.Status.Set(pod, *w.evicted)
+		return d.Resync
+	}
+	st, err := d.Runtime.PodStatus(ctx, pod.UID)
+	if err != nil {
+		log.Warn("reading pod status from the runtime failed", "err", err)
+		return retryAfterError
+	}
+	log.Info("evicting pod", "reason", ev.status.Reason, "gracePeriod", ev.grace)
+	if d.Probes != nil {
+		d.Probes.StopLivenessAndStartup(pod)
+	}
+	if err := w.stopPod(ctx, pod, st, &ev.grace, log); err != nil {
+		log.Warn("stopping the evicted pod failed; will retry", "err", err)
+		return retryAfterError
+	}
+	if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
+		log.Warn("reading pod status from the runtime failed", "err", err)
+		return retryAfterError
+	}
+	// What the pod's containers wrote to its volumes is what eviction means
+	// to free; the kubelet tears down the volumes of terminated pods too.
+	if err := d.Volumes.TearDown(pod.UID); err != nil {
+		log.Warn("tearing down the volumes of the evicted pod failed", "err", err)
+	}
+	if d.Cgroups != nil {
+		if err := d.Cgroups.RemovePod(pod.UID); err != nil {
+			log.Warn("removing the cgroup of the evicted pod failed", "err", err)
+		}
+	}
+	if d.Probes != nil {
+		d.Probes.RemovePod(pod)
+	}
+	w.publish(pod, st, false)
+	final := terminalStatus(*w.published, ev.status)
+	w.evicted = &final
+	d.Status.Set(pod, final)
+	ev.finish(nil)
+	return d.Resync
+}
+
+// terminalStatus is the last status of a stopped pod with the phase, reason,
+// message and conditions an eviction gives it.
+func terminalStatus(last, ev v1.PodStatus) v1.PodStatus {
+	out := *last.DeepCopy()
+	out.Phase, out.Reason, out.Message = ev.Phase, ev.Reason, ev.Message
+	for _, c := range ev.Conditions {
+		replaced := false
+		for i := range out.Conditions {
+			if out.Conditions[i].Type == c.Type {
+				out.Conditions[i], replaced = c, true
+			}
+		}
+		if !replaced {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	for i := range out.Conditions {
+		if t := out.Conditions[i].Type; t == v1.PodReady || t == v1.ContainersReady {
+			out.Conditions[i].Status = v1.ConditionFalse
+			out.Conditions[i].Reason = "PodFailed"
+		}
+	}
+	return out
+}
