@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,8 +15,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/server"
 )
@@ -30,6 +33,8 @@ type apiSource struct {
 	devices    devicemanager.Snapshot
 	images     []images.ImageStatus
 	imagesErr  error
+	node       v1.Node
+	eviction   eviction.Status
 }
 
 func (s *apiSource) Pods() []v1.Pod                        { return s.pods }
@@ -37,7 +42,12 @@ func (s *apiSource) NodeEvents() []v1.Event                { return s.nodeEvents
 func (s *apiSource) Devices() devicemanager.Snapshot       { return s.devices }
 func (s *apiSource) Images() ([]images.ImageStatus, error) { return s.images, s.imagesErr }
 func (s *apiSource) Healthy() error                        { return nil }
-func (s *apiSource) ContainerRunning(string) bool          { return false }
+func (s *apiSource) Node() v1.Node                         { return s.node }
+func (s *apiSource) Eviction() eviction.Status             { return s.eviction }
+func (s *apiSource) StatsSummary() (*statsapi.Summary, error) {
+	return nil, errors.New("no stats in this test")
+}
+func (s *apiSource) ContainerRunning(string) bool { return false }
 func (s *apiSource) Events(ns, pod string) []v1.Event {
 	return s.events[ns+"/"+pod]
 }

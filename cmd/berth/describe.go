@@ -15,8 +15,8 @@ import (
 func newDescribeCommand() *cobra.Command {
 	var server, namespace string
 	cmd := &cobra.Command{
-		Use:   "describe [pod] NAME",
-		Short: "Show a pod in detail with its events, like kubectl describe pod",
+		Use:   "describe [pod] NAME | node",
+		Short: "Show a pod or the node in detail with its events, like kubectl describe",
 		Long: `Show a pod in detail, the way kubectl describe pod does: its status and
 conditions, each container's state, last state, probes, resources, environment
 and mounts, the pod's volumes and QoS class, and the events that explain what
@@ -24,7 +24,9 @@ berth did with it and why. A manifest berth could not read shows the error.
 
   berth describe web                 the pod "web" in namespace default
   berth describe pod web -n kube-system
-  berth describe pods                every pod in the namespace`,
+  berth describe pods                every pod in the namespace
+  berth describe node                the node: pressure conditions, capacity,
+                                     allocatable, eviction thresholds`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
 				return fmt.Errorf("want a pod: berth describe [pod] NAME, got %d arguments", len(args))
@@ -32,6 +34,9 @@ berth did with it and why. A manifest berth could not read shows the error.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 && (args[0] == "node" || args[0] == "nodes" || args[0] == "no") {
+				return describeNodeCmd(cmd.Context(), cmd.OutOrStdout(), newAPIClient(server), time.Now())
+			}
 			name, err := describeTarget(args)
 			if err != nil {
 				return err

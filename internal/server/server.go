@@ -20,8 +20,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
 )
 
@@ -50,6 +52,14 @@ type Source interface {
 	Devices() devicemanager.Snapshot
 	// Images returns every image of the runtime with its GC state.
 	Images() ([]images.ImageStatus, error)
+	// Node returns the node as the kubelet reports it: capacity,
+	// allocatable and the pressure conditions.
+	Node() v1.Node
+	// Eviction returns the eviction manager's thresholds and what it last
+	// saw of them.
+	Eviction() eviction.Status
+	// StatsSummary measures the node and its pods.
+	StatsSummary() (*statsapi.Summary, error)
 }
 
 const (
@@ -85,6 +95,9 @@ func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger
 	s.mux.HandleFunc("GET /node/events", s.nodeEvents)
 	s.mux.HandleFunc("GET /devices", s.devices)
 	s.mux.HandleFunc("GET /images", s.images)
+	s.mux.HandleFunc("GET /node", s.node)
+	s.mux.HandleFunc("GET /node/eviction", s.eviction)
+	s.mux.HandleFunc("GET /stats/summary", s.statsSummary)
 	if gatherer != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -25,9 +25,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
 )
 
@@ -43,6 +45,10 @@ type fakeSource struct {
 	devices    devicemanager.Snapshot
 	images     []images.ImageStatus
 	imagesErr  error
+	node       v1.Node
+	eviction   eviction.Status
+	summary    *statsapi.Summary
+	summaryErr error
 
 	mu      sync.Mutex
 	running map[string]bool
@@ -53,6 +59,11 @@ func (f *fakeSource) NodeEvents() []v1.Event                { return f.nodeEvent
 func (f *fakeSource) Devices() devicemanager.Snapshot       { return f.devices }
 func (f *fakeSource) Images() ([]images.ImageStatus, error) { return f.images, f.imagesErr }
 func (f *fakeSource) Healthy() error                        { return f.healthy }
+func (f *fakeSource) Node() v1.Node                         { return f.node }
+func (f *fakeSource) Eviction() eviction.Status             { return f.eviction }
+func (f *fakeSource) StatsSummary() (*statsapi.Summary, error) {
+	return f.summary, f.summaryErr
+}
 
 func (f *fakeSource) Events(namespace, pod string) []v1.Event {
 	return f.events[namespace+"/"+pod]
