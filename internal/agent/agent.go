@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/adminapi"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
@@ -62,7 +63,20 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	allocatable, cgroups, err := nodeResources(cfg, log)
+	// Claim the admin socket as early, for the same reason: one that answers
+	// means another berth runs on this root dir. The applied pods are read
+	// before anything starts.
+	admin, err := adminapi.Listen(ctx, adminapi.SocketPath(cfg.RootDir))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	store, err := podsource.OpenStore(filepath.Join(cfg.RootDir, podsource.StoreDirName), cfg.NodeName,
+		clock.RealClock{}, log.With("component", "local-pods"))
+	if err != nil {
+		return err
+	}
+	capacity, allocatable, cgroups, err := nodeResources(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -128,9 +142,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
 	}
-	workers = podworker.NewWorkers(ctx, deps)
-	defer workers.Stop()
-
+	// The loop gets its workers below; the garbage collectors read it
+	// only once they run.
 	relist := pleg.New(rt.cri, cfg.RelistPeriod, clk, log)
 	loop := &syncLoop{
 		cfg:      cfg,
@@ -138,13 +151,30 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		clk:      clk,
 		cgroups:  cgroups,
 		probes:   probes,
-		workers:  workers,
 		statuses: statuses,
 		pleg:     relist,
 		devices:  devices,
 		desired:  desiredSet{},
 		runtime:  map[types.UID]pleg.Event{},
 	}
+	imageGC, err := newImageGC(cfg, rt.cri, loop, clk, recorder, registry, log)
+	if err != nil {
+		return fmt.Errorf("image GC: %w", err)
+	}
+	containerGC, err := newContainerGC(cfg, rt.cri, loop, clk, recorder, registry, log)
+	if err != nil {
+		return fmt.Errorf("container GC: %w", err)
+	}
+	summary := newStatsProvider(cfg, rt.cri, statuses, cgroups, clk, log)
+	evictions, err := newEvictionManager(cfg, summary, func() *podworker.Workers { return workers }, statuses,
+		containerGC, imageGC, clk, recorder, registry, log)
+	if err != nil {
+		return fmt.Errorf("eviction manager: %w", err)
+	}
+	deps.Admitters = []podworker.Admitter{evictions}
+	workers = podworker.NewWorkers(ctx, deps)
+	defer workers.Stop()
+	loop.workers = workers
 
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
@@ -153,18 +183,28 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if rt.watchEvents != nil {
 		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })
 	}
-	snapshots := make(chan podsource.Snapshot, 1)
+	static := make(chan podsource.Snapshot, 1)
 	source := podsource.NewDir(cfg.StaticPodPath, cfg.NodeName, cfg.FileCheckFrequency, clk, log)
 	bg.Go(func() {
-		if err := source.Run(ctx, snapshots); err != nil && !errors.Is(err, context.Canceled) {
+		if err := source.Run(ctx, static); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("manifest source stopped", "dir", cfg.StaticPodPath, "err", err)
 		}
 	})
-	imageGC, err := newImageGC(cfg, rt.cri, loop, clk, recorder, registry, log)
-	if err != nil {
-		return fmt.Errorf("image GC: %w", err)
-	}
+	// The pods of `berth apply` join the static pods in the one snapshot
+	// the sync loop reads, once both sources have sent theirs.
+	applied := make(chan podsource.Snapshot, 1)
+	bg.Go(func() { store.Run(ctx, applied) })
+	merge := podsource.NewMerge(store.Dir(), log)
+	snapshots := make(chan podsource.Snapshot, 1)
+	bg.Go(func() { merge.Run(ctx, static, applied, snapshots) })
+	bg.Go(func() {
+		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log), log); err != nil {
+			log.Error("admin API stopped", "socket", admin.Addr().String(), "err", err)
+		}
+	})
 	bg.Go(func() { imageGC.Run(ctx) })
+	bg.Go(func() { containerGC.Run(ctx) })
+	bg.Go(func() { evictions.Run(ctx) })
 	bg.Go(func() {
 		sock := filepath.Join(cfg.PodResourcesDir, podresources.SocketName)
 		srv := podresources.NewServer(activePods{statuses}, devices)
@@ -174,7 +214,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	})
 	if apiListener != nil {
 		srv := server.New(apiListener.Addr().String(),
-			&apiSource{loop: loop, cri: rt.cri, events: recorder, devices: devices, images: imageGC}, registry, log)
+			&apiSource{loop: loop, cri: rt.cri, events: recorder, devices: devices, images: imageGC,
+				capacity: capacity, allocatable: allocatable, evictions: evictions, stats: summary}, registry, log)
 		bg.Go(func() {
 			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)

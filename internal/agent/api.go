@@ -12,8 +12,10 @@ import (
 
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
+	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/stats"
 )
 
 const apiCallTimeout = 10 * time.Second
@@ -25,6 +27,10 @@ type apiSource struct {
 	events  *events.Recorder
 	devices *devicemanager.Manager
 	images  *images.Manager
+
+	capacity, allocatable v1.ResourceList
+	evictions             *eviction.Manager
+	stats                 *stats.Provider
 }
 
 // Images answers /images: every image with why the GC would or would not

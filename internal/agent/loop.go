@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/status"
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // syncLoop is the single owner of the desired pod set: it applies manifest
@@ -237,8 +240,13 @@ func (l *syncLoop) pods() []v1.Pod {
 			out = append(out, *p)
 		}
 	}
+	storeDir := filepath.Join(l.cfg.RootDir, podsource.StoreDirName) + string(filepath.Separator)
 	for _, me := range l.manifestErr {
-		out = append(out, manifestErrorPod(me))
+		source := podsource.FileSource
+		if strings.HasPrefix(me.Path, storeDir) {
+			source = v1helper.ApiserverSource
+		}
+		out = append(out, manifestErrorPod(me, source))
 	}
 	l.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return key(&out[i]) < key(&out[j]) })
@@ -251,12 +259,14 @@ func sortPods(pods []*v1.Pod) {
 
 // manifestErrorPod shows a broken manifest as a Failed pod, so `berth pods`
 // and the API report it where users look for their pods.
-func manifestErrorPod(me podsource.ManifestError) v1.Pod {
+// source is where the pod came from: the manifest directory, or the store
+// of `berth apply`.
+func manifestErrorPod(me podsource.ManifestError, source string) v1.Pod {
 	p := v1.Pod{}
 	p.APIVersion, p.Kind = "v1", "Pod"
 	p.Name, p.Namespace = me.Name, me.Namespace
 	p.Annotations = map[string]string{
-		podsource.ConfigSourceAnnotationKey: podsource.FileSource,
+		podsource.ConfigSourceAnnotationKey: source,
 		"berth.dev/manifest-path":           me.Path,
 	}
 	p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: "InvalidManifest", Message: me.Error()}
@@ -264,3 +274,27 @@ func manifestErrorPod(me podsource.ManifestError) v1.Pod {
 }
 
 func key(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// ready reports whether the pod sources have been read: before that, berth
+// cannot tell a pod it wants from one that is gone.
+func (l *syncLoop) ready() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.sourceReady
+}
+
+// known reports whether berth wants the pod with uid or still holds it (a
+// worker is running or killing it).
+func (l *syncLoop) known(uid types.UID) bool {
+	if l.workers.Has(uid) {
+		return true
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, e := range l.desired {
+		if e.pod.UID == uid && e.rejected == "" {
+			return true
+		}
+	}
+	return false
+}

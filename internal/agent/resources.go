@@ -10,6 +10,7 @@ import (
 	"github.com/berth-dev/berth/internal/cm/cgroupfs"
 	"github.com/berth-dev/berth/internal/cm/hierarchy"
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/eviction"
 )
 
 // cgroupMount is where the cgroup filesystems are mounted.
@@ -18,23 +19,23 @@ const cgroupMount = "/sys/fs/cgroup"
 // nodeResources measures the node, computes what pods may use, and, with
 // cgroupsPerQOS, sets up the pod cgroup tree. Reservations larger than the
 // node stop start-up here, naming the field.
-func nodeResources(cfg *config.Config, log *slog.Logger) (v1.ResourceList, *hierarchy.Hierarchy, error) {
+func nodeResources(cfg *config.Config, log *slog.Logger) (capacity, allocatable v1.ResourceList, _ *hierarchy.Hierarchy, _ error) {
 	r := cfg.Resources
 	capacity, err := cm.MachineCapacity(cm.MachineFiles{}, cfg.RootDir, cfg.MaxPods)
 	if err != nil {
-		return nil, nil, fmt.Errorf("node capacity: %w", err)
+		return nil, nil, nil, fmt.Errorf("node capacity: %w", err)
 	}
-	allocatable, err := cm.Allocatable(capacity, r.KubeReserved, r.SystemReserved, r.EvictionHardMemory)
+	allocatable, err = cm.Allocatable(capacity, r.KubeReserved, r.SystemReserved, cfg.Eviction.Hard[string(eviction.SignalMemoryAvailable)])
 	if err != nil {
-		return nil, nil, fmt.Errorf("node allocatable: %w", err)
+		return nil, nil, nil, fmt.Errorf("node allocatable: %w", err)
 	}
 	log.Info("node resources", "capacity", resourceSummary(capacity), "allocatable", resourceSummary(allocatable))
 	if !r.CgroupsPerQOS {
-		return allocatable, nil, nil
+		return capacity, allocatable, nil, nil
 	}
 	w, err := cgroupfs.New(cgroupMount)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cgroups: %w", err)
+		return nil, nil, nil, fmt.Errorf("cgroups: %w", err)
 	}
 	h := hierarchy.New(w, hierarchy.Options{
 		CgroupRoot: r.CgroupRoot,
@@ -46,10 +47,10 @@ func nodeResources(cfg *config.Config, log *slog.Logger) (v1.ResourceList, *hier
 		PodPidsLimit:         r.PodPidsLimit,
 	}, log)
 	if err := h.Start(); err != nil {
-		return nil, nil, fmt.Errorf("pod cgroups: %w", err)
+		return nil, nil, nil, fmt.Errorf("pod cgroups: %w", err)
 	}
 	log.Info("pod cgroups ready", "kubepods", cm.KubepodsCgroup(r.CgroupRoot).ToCgroupfs(), "cgroupVersion", w.Version())
-	return allocatable, h, nil
+	return capacity, allocatable, h, nil
 }
 
 func resourceSummary(l v1.ResourceList) string {

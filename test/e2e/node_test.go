@@ -49,19 +49,40 @@ type node struct {
 	// host's own /kubepods.
 	cgroupRoot string
 	extraArgs  []string
-	pid        int // berth's; 0 when not running
-	exited     chan struct{}
-	logFile    *os.File
-	cri        *runtime.Service
+	// tmpfs is set when root is a tmpfs of its own (startNodeOnTmpfs).
+	tmpfs   bool
+	pid     int // berth's; 0 when not running
+	exited  chan struct{}
+	logFile *os.File
+	cri     *runtime.Service
 }
 
 // startNode starts berth on a fresh root dir and waits until its API
 // answers. extraArgs are added to berth run's flags.
 func startNode(t testing.TB, extraArgs ...string) *node {
 	t.Helper()
+	return startNodeIn(t, "", extraArgs...)
+}
+
+// startNodeOnTmpfs starts berth with its root dir (so the node filesystem,
+// and the managed containerd's image filesystem) on a tmpfs of the given
+// size, e.g. "512m": disk pressure is then under the test's control.
+func startNodeOnTmpfs(t testing.TB, size string, extraArgs ...string) *node {
+	t.Helper()
+	return startNodeIn(t, size, extraArgs...)
+}
+
+func startNodeIn(t testing.TB, tmpfsSize string, extraArgs ...string) *node {
+	t.Helper()
 	root, err := os.MkdirTemp("/tmp", "berth-e2e-") // short: unix socket paths are limited
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tmpfsSize != "" {
+		if err := syscall.Mount("tmpfs", root, "tmpfs", 0, "size="+tmpfsSize+",mode=0755"); err != nil {
+			os.Remove(root)
+			t.Fatalf("mount a tmpfs on %s: %v", root, err)
+		}
 	}
 	n := &node{
 		t:             t,
@@ -75,6 +96,7 @@ func startNode(t testing.TB, extraArgs ...string) *node {
 		cidr:          fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
 		cgroupRoot:    fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
 		extraArgs:     extraArgs,
+		tmpfs:         tmpfsSize != "",
 	}
 	t.Cleanup(n.cleanup)
 	for _, d := range []string{n.manifests, filepath.Join(root, "images")} {
@@ -218,6 +240,11 @@ func (n *node) cleanup() {
 	if err := exec.Command("ip", "link", "del", n.bridge).Run(); err != nil {
 		// The bridge exists only once a non-host-network pod ran.
 		t.Logf("cleanup: no bridge %s to delete", n.bridge)
+	}
+	if n.tmpfs {
+		if err := syscall.Unmount(n.root, 0); err != nil {
+			t.Errorf("cleanup: unmount the tmpfs at %s: %v", n.root, err)
+		}
 	}
 	if err := os.RemoveAll(n.root); err != nil {
 		t.Errorf("cleanup: %v", err)
