@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -40,6 +41,13 @@ import (
 
 // probeUserAgent is what berth's HTTP probes send, the kubelet's form.
 const probeUserAgent = "kube-probe/1.37"
+
+// terminalPodsDir, under the root dir, records the pods berth evicted.
+const terminalPodsDir = "terminal-pods"
+
+// reasonTerminalRecordCorrupt is the node event of a record of an evicted
+// pod that could not be trusted.
+const reasonTerminalRecordCorrupt = "TerminalPodRecordCorrupt"
 
 // shutdownTimeout bounds each step of an orderly shutdown.
 const shutdownTimeout = 30 * time.Second
@@ -97,6 +105,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	statuses := status.NewManager()
 	recorder := events.NewRecorder(clk, "berth", cfg.NodeName)
+	terminalPods, problems, err := status.OpenTerminalStore(filepath.Join(cfg.RootDir, terminalPodsDir), clk.Now())
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		log.Error("a record of an evicted pod is corrupt; set aside", "err", p)
+		recorder.NodeEvent(v1.EventTypeWarning, reasonTerminalRecordCorrupt, p.Error())
+	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	probes, err := prober.NewManager(probe.NewRunner(rt.cri, probeUserAgent), statuses, recorder, clk, registry,
@@ -138,6 +154,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Devices:            devices,
 		DevicePluginWait:   cfg.DevicePluginWait,
 		ParallelImagePulls: cfg.Images.ParallelPulls(),
+		Terminal:           terminalPods,
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
@@ -154,6 +171,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		statuses: statuses,
 		pleg:     relist,
 		devices:  devices,
+		terminal: terminalPods,
 		desired:  desiredSet{},
 		runtime:  map[types.UID]pleg.Event{},
 	}

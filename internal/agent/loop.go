@@ -39,6 +39,9 @@ type syncLoop struct {
 	cgroups *hierarchy.Hierarchy
 	probes  *prober.Manager
 	devices *devicemanager.Manager
+	// terminal records the evicted pods; housekeeping forgets those whose
+	// pods are gone.
+	terminal *status.TerminalStore
 
 	// Owned by run; the mutex only guards reads from the local API.
 	mu          sync.RWMutex
@@ -88,6 +91,15 @@ func (l *syncLoop) housekeep() {
 	}
 	if l.devices != nil {
 		l.devices.UpdateAllocatedDevices()
+	}
+	if l.terminal != nil {
+		gone, err := l.terminal.Prune(l.known)
+		for _, uid := range gone {
+			l.log.Info("forgot the eviction of a pod that is gone", "uid", uid)
+		}
+		if err != nil {
+			l.log.Warn("forgetting evicted pods that are gone", "err", err)
+		}
 	}
 	if l.cgroups == nil {
 		return

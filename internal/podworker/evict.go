@@ -78,6 +78,9 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog
 		return retryAfterError
 	}
 	log.Info("evicting pod", "reason", ev.status.Reason, "gracePeriod", ev.grace)
+	// Recorded first: a berth killed halfway through finishes the eviction
+	// when it starts again, rather than starting the pod.
+	w.persistTerminal(pod, ev.status, log)
 	if d.Probes != nil {
 		d.Probes.StopLivenessAndStartup(pod)
 	}
@@ -105,6 +108,7 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog
 	w.publish(pod, st, false)
 	final := terminalStatus(*w.published, ev.status)
 	w.evicted = &final
+	w.persistTerminal(pod, final, log)
 	d.Status.Set(pod, final)
 	ev.finish(nil)
 	return d.Resync
@@ -133,4 +137,33 @@ func terminalStatus(last, ev v1.PodStatus) v1.PodStatus {
 		}
 	}
 	return out
+}
+
+// restoreEviction carries on with an eviction recorded before berth
+// restarted, once per worker. It reports whether there was one.
+func (w *worker) restoreEviction(pod *v1.Pod, log *slog.Logger) bool {
+	d := w.ws.deps
+	if w.terminalChecked || d.Terminal == nil {
+		return false
+	}
+	w.terminalChecked = true
+	st, ok := d.Terminal.Get(pod.UID)
+	if !ok {
+		return false
+	}
+	log.Info("pod was stopped for good before berth restarted; keeping it stopped", "reason", st.Reason)
+	w.mu.Lock()
+	if w.evicting == nil {
+		w.evicting = &eviction{grace: minGracePeriod, status: st, done: make(chan struct{})}
+	}
+	w.mu.Unlock()
+	return true
+}
+
+func (w *worker) persistTerminal(pod *v1.Pod, st v1.PodStatus, log *slog.Logger) {
+	if t := w.ws.deps.Terminal; t != nil {
+		if err := t.Put(pod.UID, st); err != nil {
+			log.Warn("recording the evicted pod failed; a restart of berth would start it again", "err", err)
+		}
+	}
 }

@@ -129,6 +129,11 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	if pod != nil && d.Probes != nil {
 		d.Probes.RemovePod(pod)
 	}
+	if d.Terminal != nil {
+		if err := d.Terminal.Delete(w.uid); err != nil {
+			log.Warn("forgetting the evicted pod failed", "err", err)
+		}
+	}
 	d.Status.Delete(w.uid)
 	log.Info("pod removed")
 	return nil

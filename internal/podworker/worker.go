@@ -48,6 +48,9 @@ type worker struct {
 	admission admission
 	// evicted is the terminal status an eviction left.
 	evicted *v1.PodStatus
+	// terminalChecked is set once the terminal store was asked whether the
+	// pod was evicted before berth restarted.
+	terminalChecked bool
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
@@ -158,6 +161,9 @@ func (w *worker) run(ctx context.Context) {
 // status. It returns when the worker should sync again without an event.
 func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
 	d := w.ws.deps
+	if w.restoreEviction(pod, log) {
+		return 0
+	}
 	st, err := d.Runtime.PodStatus(ctx, pod.UID)
 	if err != nil {
 		log.Warn("reading pod status from the runtime failed", "err", err)

@@ -64,6 +64,14 @@ type Probes interface {
 	Failed(containerID string) string
 }
 
+// TerminalStore remembers the pods stopped for good (evicted, preempted)
+// across restarts of berth; *status.TerminalStore is one.
+type TerminalStore interface {
+	Get(uid types.UID) (v1.PodStatus, bool)
+	Put(uid types.UID, st v1.PodStatus) error
+	Delete(uid types.UID) error
+}
+
 // EventRecorder records what happened to a pod, in the kubelet's words.
 type EventRecorder interface {
 	Event(pod *v1.Pod, eventType, reason, message string)
@@ -78,7 +86,10 @@ type Deps struct {
 	Devices Devices
 	// Admitters check a new pod before it starts (never a pod the runtime
 	// already has: berth restarted under it).
-	Admitters  []Admitter
+	Admitters []Admitter
+	// Terminal keeps evicted pods evicted across restarts; nil keeps them
+	// in memory only.
+	Terminal   TerminalStore
 	Events     EventRecorder
 	Status     *status.Manager
 	Clock      clock.WithTicker

@@ -48,6 +48,7 @@ func (n *node) apiPodEvents(name string) []v1.Event {
 // pod using the most disk: not the static pod, which is critical, nor the
 // small one. While the pressure lasts, new pods are rejected; once the
 // evicted pod's volume is gone the pressure clears and pods start again.
+// The eviction outlives a restart of berth.
 func TestEvictionOnDiskPressure(t *testing.T) {
 	// On a 400 MiB tmpfs of its own, the node starts with a few MiB used;
 	// the filler's 300 MiB take the free space below 150 MiB.
@@ -166,5 +167,18 @@ spec:
 	n.waitAPIRunning("later", "", 60*time.Second)
 	if p := n.apiPod("filler"); p == nil || p.Status.Reason != "Evicted" {
 		t.Errorf("the evicted pod's status did not stay: %s", describe(p))
+	}
+
+	// An evicted pod stays evicted when berth restarts, even after kill -9:
+	// it is still wanted, but it never starts again.
+	n.kill9()
+	n.start()
+	waitFor(t, 30*time.Second, "the filler to show Evicted again", func() (bool, string) {
+		p := n.apiPod("filler")
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "Evicted", describe(p)
+	})
+	n.waitAPIRunning("later", "", 30*time.Second)
+	if ids := n.containerIDs(string(filler.UID)); ids != "" {
+		t.Errorf("the evicted pod came back after a restart: %s", ids)
 	}
 }
