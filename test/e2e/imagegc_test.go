@@ -6,11 +6,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/imagebuild"
@@ -140,4 +143,131 @@ func (n *node) removedByGC(image string) bool {
 		}
 	}
 	return false
+}
+
+// heavyVariant is busyboxVariant with a layer of size random bytes, so that
+// its size on disk is known and large.
+func heavyVariant(t *testing.T, variant string, size int64) ggcrv1.Image {
+	t.Helper()
+	layer, err := random.Layer(size, types.DockerLayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(busyboxVariant(t, variant), layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// imageSize returns the size the runtime reports for the image tagged tag.
+func (n *node) imageSize(tag string) int64 {
+	n.t.Helper()
+	var list []images.ImageStatus
+	n.getJSON("/images", &list)
+	for _, img := range list {
+		if slices.Contains(img.RepoTags, tag) {
+			return img.Size
+		}
+	}
+	n.t.Fatalf("no image %s", tag)
+	return 0
+}
+
+// With the image filesystem pushed just past the threshold, image GC frees
+// what the seed's formula asks, least recently used first: of three unused
+// images used in the order A, B, C, it removes A and B, which free enough,
+// and keeps C, the sandbox image and the pinned one.
+func TestImageGCFreesLeastRecentlyUsed(t *testing.T) {
+	// high = low = 50: the GC starts at 50% used and frees down to 50%.
+	cfg := writeConfig(t, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+imageGCHighThresholdPercent: 50
+imageGCLowThresholdPercent: 50
+imageMinimumGCAge: 0s
+evictionHard: {memory.available: 1Mi}
+`)
+	n := startNodeOnTmpfs(t, "400m", "--config", cfg, "--image-gc-period", "1s", "--pinned-image", busybox)
+
+	var files []string
+	for _, v := range []string{"a", "b", "c"} {
+		file := filepath.Join(t.TempDir(), v+".tar")
+		if err := imagebuild.WriteTarball(file, "berth.local/lru-"+v+":1", heavyVariant(t, v, 24<<20)); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file)
+	}
+	if out, err := n.berth(append([]string{"images", "import", "--root-dir", n.root}, files...)...); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	// Use A, then B, then C, one pod at a time: their last-used times are
+	// in that order.
+	for _, v := range []string{"a", "b", "c"} {
+		n.writeManifest("lru.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: lru-%s}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: once, image: "berth.local/lru-%s:1", command: ["true"]}
+`, v, v))
+		waitFor(t, 60*time.Second, "pod lru-"+v+" to complete and its image to be seen in use", func() (bool, string) {
+			p := n.pod("lru-" + v)
+			var list []images.ImageStatus
+			n.getJSON("/images", &list)
+			seen := slices.ContainsFunc(list, func(img images.ImageStatus) bool {
+				return slices.Contains(img.RepoTags, "berth.local/lru-"+v+":1") && !img.LastUsed.IsZero()
+			})
+			return p != nil && p.Status.Phase == v1.PodSucceeded && seen, describe(p)
+		})
+		n.removeManifest("lru.yaml")
+		waitFor(t, 30*time.Second, "pod lru-"+v+" to be gone", func() (bool, string) {
+			return n.pod("lru-"+v) == nil, "still there"
+		})
+	}
+
+	// Fill the filesystem so that the GC must free more than A's size and
+	// no more than A's and B's: capacity × (100 − 50)/100 − available =
+	// size(A) + size(B)/2.
+	sizeA, sizeB := n.imageSize("berth.local/lru-a:1"), n.imageSize("berth.local/lru-b:1")
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(n.root, &st); err != nil {
+		t.Fatal(err)
+	}
+	capacity, available := int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	target := capacity/2 - (sizeA + sizeB/2)
+	ballast := available - target
+	if ballast <= 0 {
+		t.Fatalf("the node already uses too much: capacity %d, available %d, images %d and %d", capacity, available, sizeA, sizeB)
+	}
+	f, err := os.Create(filepath.Join(n.root, "ballast"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, ballast)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	want := []string{"berth.local/busybox:1.35", "berth.local/lru-c:1", imagebuild.PauseImageRef}
+	waitFor(t, 60*time.Second, "the GC to take A and B", func() (bool, string) {
+		tags := n.imageTags()
+		return slices.Equal(tags, want), fmt.Sprint(tags)
+	})
+	// Each removal is an event, recorded once the runtime has removed the
+	// image: A went before B.
+	var order []string
+	waitFor(t, 10*time.Second, "an "+images.ReasonImageGarbageCollected+" event for A and for B", func() (bool, string) {
+		order = nil
+		for _, e := range n.nodeEvents() {
+			if e.Reason == images.ReasonImageGarbageCollected {
+				order = append(order, e.Message)
+			}
+		}
+		return len(order) >= 2, fmt.Sprint(order)
+	})
+	if len(order) != 2 || !strings.Contains(order[0], "lru-a") || !strings.Contains(order[1], "lru-b") {
+		t.Errorf("removal order %q, want lru-a then lru-b", order)
+	}
 }
