@@ -9,9 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"sync"
 	"time"
+
+	"github.com/berth-dev/berth/internal/unixsocket"
 )
 
 const (
@@ -49,78 +49,11 @@ func Listen(ctx context.Context, path string) (net.Listener, error) {
 			return nil, fmt.Errorf("admin socket %s is served by a running process: is another berth using this root dir?", path)
 		}
 	}
-	// Bound under a temporary name, given its mode, then renamed into place:
-	// the path never has the umask's mode, and a stale socket is replaced in
-	// one step.
-	tmp, err := tempName(filepath.Dir(path), filepath.Base(path))
-	if err != nil {
-		return nil, err
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "unix", tmp)
+	ln, err := unixsocket.Listen(ctx, path, socketMode)
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
-	// Until the rename, closing ln also unlinks tmp.
-	if err := os.Chmod(tmp, socketMode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	ul := ln.(*net.UnixListener)
-	// The socket now lives at path, which Close removes; tmp may be
-	// someone else's name by then.
-	ul.SetUnlinkOnClose(false)
-	created, err := os.Lstat(path)
-	if err != nil {
-		ul.Close()
-		return nil, fmt.Errorf("admin socket: %w", err)
-	}
-	return &socketListener{UnixListener: ul, path: path, created: created}, nil
-}
-
-// tempName returns an unused name in dir to bind a socket to.
-func tempName(dir, base string) (string, error) {
-	f, err := os.CreateTemp(dir, "."+base+".")
-	if err != nil {
-		return "", fmt.Errorf("admin socket: choosing a temporary name: %w", err)
-	}
-	name := f.Name()
-	f.Close()
-	// bind needs the name free; CreateTemp only proved it unique.
-	if err := os.Remove(name); err != nil {
-		return "", fmt.Errorf("admin socket: choosing a temporary name: %w", err)
-	}
-	return name, nil
-}
-
-// socketListener removes its socket on Close, once.
-type socketListener struct {
-	*net.UnixListener
-	path    string
-	created fs.FileInfo
-	once    sync.Once
-	err     error
-}
-
-// Addr is the socket's path, not the temporary name it was bound to.
-func (l *socketListener) Addr() net.Addr { return &net.UnixAddr{Name: l.path, Net: "unix"} }
-
-func (l *socketListener) Close() error {
-	l.once.Do(func() {
-		l.err = l.UnixListener.Close()
-		fi, err := os.Lstat(l.path)
-		if err != nil || !os.SameFile(fi, l.created) {
-			return // gone, or a newer server's
-		}
-		if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			l.err = errors.Join(l.err, fmt.Errorf("removing admin socket: %w", err))
-		}
-	})
-	return l.err
+	return ln, nil
 }
 
 // Serve serves h on ln until ctx ends, then shuts down: requests in flight

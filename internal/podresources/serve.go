@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"google.golang.org/grpc"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/unixsocket"
 )
 
 // DefaultSocketPath is where the kubelet serves this API, and so where
@@ -44,13 +45,15 @@ const (
 // run is replaced, anything else there is an error. A failure to listen
 // returns at once.
 func Serve(ctx context.Context, socketPath string, srv podresourcesapi.PodResourcesListerServer, log *slog.Logger) (err error) {
-	ln, created, err := listen(ctx, socketPath)
+	ln, err := listen(ctx, socketPath)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if rmErr := removeSocket(socketPath, created); rmErr != nil {
-			err = errors.Join(err, rmErr)
+		// gRPC has closed it by now; closing again reports what removing
+		// the socket did.
+		if closeErr := ln.Close(); closeErr != nil && !errors.Is(closeErr, net.ErrClosed) {
+			err = errors.Join(err, closeErr)
 		}
 	}()
 
@@ -92,83 +95,15 @@ func Serve(ctx context.Context, socketPath string, srv podresourcesapi.PodResour
 	return nil
 }
 
-// listen binds a unix socket at socketPath with socketMode and returns it
-// with the file it made, so that shutdown removes that socket and no other.
-// The socket is bound under a temporary name, given its mode, then renamed
-// over socketPath: clients never find the path missing or with the umask's
-// mode, and a stale socket from a killed run is replaced in one step.
-func listen(ctx context.Context, socketPath string) (net.Listener, fs.FileInfo, error) {
-	dir := filepath.Dir(socketPath)
-	if err := os.MkdirAll(dir, socketDirMode); err != nil {
-		return nil, nil, fmt.Errorf("creating pod resources socket directory: %w", err)
+// listen binds the socket at socketPath, creating its directory if
+// needed; closing the listener (gRPC's Stop does) removes the socket.
+func listen(ctx context.Context, socketPath string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(socketPath), socketDirMode); err != nil {
+		return nil, fmt.Errorf("creating pod resources socket directory: %w", err)
 	}
-	switch fi, err := os.Lstat(socketPath); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, nil, fmt.Errorf("checking pod resources socket: %w", err)
-	case fi.Mode().Type() != fs.ModeSocket:
-		return nil, nil, fmt.Errorf("pod resources socket %s: exists and is not a socket (%s)", socketPath, fi.Mode().Type())
-	}
-
-	tmp, err := tempName(dir, filepath.Base(socketPath))
+	ln, err := unixsocket.Listen(ctx, socketPath, socketMode)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("pod resources socket: %w", err)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "unix", tmp)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listening on %s: %w", tmp, err)
-	}
-	// Until the rename, closing ln also unlinks tmp.
-	if err := os.Chmod(tmp, socketMode); err != nil {
-		ln.Close()
-		return nil, nil, fmt.Errorf("setting mode of pod resources socket: %w", err)
-	}
-	if err := os.Rename(tmp, socketPath); err != nil {
-		ln.Close()
-		return nil, nil, fmt.Errorf("moving pod resources socket into place: %w", err)
-	}
-	// From now on the socket lives at socketPath, which removeSocket owns:
-	// closing must not unlink tmp, a name that may belong to someone else.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	created, err := os.Lstat(socketPath)
-	if err != nil {
-		ln.Close()
-		return nil, nil, fmt.Errorf("checking pod resources socket: %w", err)
-	}
-	return ln, created, nil
-}
-
-// tempName returns a fresh unused name in dir for binding the socket.
-func tempName(dir, base string) (string, error) {
-	f, err := os.CreateTemp(dir, "."+base+".")
-	if err != nil {
-		return "", fmt.Errorf("choosing a temporary name for the pod resources socket: %w", err)
-	}
-	name := f.Name()
-	f.Close()
-	// bind needs the name free; CreateTemp only proved it unique.
-	if err := os.Remove(name); err != nil {
-		return "", fmt.Errorf("choosing a temporary name for the pod resources socket: %w", err)
-	}
-	return name, nil
-}
-
-// removeSocket removes socketPath if it is still the socket listen made: a
-// newer server that took the path over keeps its socket.
-func removeSocket(socketPath string, created fs.FileInfo) error {
-	fi, err := os.Lstat(socketPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("removing pod resources socket: %w", err)
-	}
-	if !os.SameFile(fi, created) {
-		return nil
-	}
-	if err := os.Remove(socketPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("removing pod resources socket: %w", err)
-	}
-	return nil
+	return ln, nil
 }

@@ -272,25 +272,3 @@ func TestServeFinishesCallsInFlight(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
-
-func TestRemoveSocketKeepsAReplacement(t *testing.T) {
-	socketPath := filepath.Join(tempDir(t), "kubelet.sock")
-	first, created, err := listen(context.Background(), socketPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	// A newer server takes the path over before the first one shuts down.
-	second, _, err := listen(context.Background(), socketPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
-
-	if err := removeSocket(socketPath, created); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(socketPath); err != nil {
-		t.Fatalf("the newer server's socket was removed: %v", err)
-	}
-}
