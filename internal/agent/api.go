@@ -1,13 +1,14 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
@@ -47,36 +48,79 @@ func (a *apiSource) Pods() []v1.Pod { return a.loop.pods() }
 
 func (a *apiSource) Healthy() error { return a.loop.pleg.Healthy() }
 
-// ContainerLog finds the log file of a pod's container: the current
-// instance, or with previous the one before it.
+// ContainerLog finds the log file of a pod's container: the instance the
+// kubelet would show (the running or last one), or with previous the one
+// that terminated before it.
 func (a *apiSource) ContainerLog(namespace, pod, name string, previous bool) (string, string, error) {
-	var uid string
+	var found *v1.Pod
 	for _, p := range a.loop.statuses.Pods() {
 		if p.Namespace == namespace && p.Name == pod {
-			uid = string(p.UID)
+			found = &p
 		}
 	}
-	if uid == "" {
+	if found == nil {
 		return "", "", fmt.Errorf("pod %s/%s: %w", namespace, pod, fs.ErrNotExist)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
-	defer cancel()
-	st, err := a.cri.PodStatus(ctx, types.UID(uid))
+	var cs *v1.ContainerStatus
+	for _, list := range [][]v1.ContainerStatus{found.Status.ContainerStatuses, found.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				cs = &list[i]
+			}
+		}
+	}
+	if cs == nil {
+		return "", "", fmt.Errorf("container %q in pod %q is not created yet: %w", name, pod, fs.ErrNotExist)
+	}
+	id, err := containerToLog(cs, pod, previous)
 	if err != nil {
 		return "", "", err
 	}
-	instances := st.FindContainers(name)
-	idx := 0
-	if previous {
-		idx = 1
+	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+	defer cancel()
+	st, err := a.cri.PodStatus(ctx, found.UID)
+	if err != nil {
+		return "", "", err
 	}
-	if len(instances) <= idx {
-		if previous {
-			return "", "", fmt.Errorf("previous terminated container %q in pod %q: %w", name, pod, fs.ErrNotExist)
+	for _, c := range st.FindContainers(name) {
+		if c.ID == id {
+			return c.LogPath, c.ID, nil
 		}
-		return "", "", fmt.Errorf("container %q in pod %q is not created yet: %w", name, pod, fs.ErrNotExist)
 	}
-	return instances[idx].LogPath, instances[idx].ID, nil
+	return "", "", fmt.Errorf("container %q in pod %q: instance %s is gone: %w", name, pod, id, fs.ErrNotExist)
+}
+
+// containerToLog picks, from a container's API status, the runtime ID of
+// the instance whose log is asked for, as the kubelet's
+// validateContainerLogStatus does: with previous, the last terminated one;
+// else the running or terminated one, or, while it waits to restart, the
+// last terminated one.
+func containerToLog(cs *v1.ContainerStatus, pod string, previous bool) (string, error) {
+	last := cs.LastTerminationState.Terminated
+	var id string
+	switch {
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return "", fmt.Errorf("previous terminated container %q in pod %q: %w", cs.Name, pod, fs.ErrNotExist)
+		}
+		id = last.ContainerID
+	case cs.State.Running != nil:
+		id = cs.ContainerID
+	case cs.State.Terminated != nil:
+		id = cmp.Or(cs.State.Terminated.ContainerID, cs.ContainerID)
+	case last != nil && last.ContainerID != "":
+		id = last.ContainerID
+	default:
+		return "", fmt.Errorf("container %q in pod %q is waiting to start: %w", cs.Name, pod, fs.ErrNotExist)
+	}
+	if id == "" {
+		return "", fmt.Errorf("container %q in pod %q is not created yet: %w", cs.Name, pod, fs.ErrNotExist)
+	}
+	// "containerd://<id>" in the API, "<id>" in the runtime.
+	if _, rest, ok := strings.Cut(id, "://"); ok {
+		id = rest
+	}
+	return id, nil
 }
 
 func (a *apiSource) ContainerRunning(id string) bool {
