@@ -10,7 +10,6 @@ import (
 	"github.com/berth-dev/berth/internal/cm/cgroupfs"
 	"github.com/berth-dev/berth/internal/cm/hierarchy"
 	"github.com/berth-dev/berth/internal/config"
-	"github.com/berth-dev/berth/internal/eviction"
 )
 
 // cgroupMount is where the cgroup filesystems are mounted.
@@ -25,7 +24,7 @@ func nodeResources(cfg *config.Config, log *slog.Logger) (capacity, allocatable 
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("node capacity: %w", err)
 	}
-	allocatable, err = cm.Allocatable(capacity, r.KubeReserved, r.SystemReserved, cfg.Eviction.Hard[string(eviction.SignalMemoryAvailable)])
+	allocatable, err = cm.Allocatable(capacity, r.KubeReserved, r.SystemReserved, cfg.Eviction.Hard)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("node allocatable: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // ResourcePID is the kubelet's name for process IDs (pidlimit.PIDs), in
@@ -16,18 +18,26 @@ import (
 // berth uses it for the kubepods cgroup only: it is not a Node resource.
 const ResourcePID v1.ResourceName = "pid"
 
-// evictionMemoryAvailable names the hard eviction threshold in messages.
-const evictionMemoryAvailable = "evictionHard memory.available"
+// The hard eviction signals whose thresholds the kubelet keeps out of
+// allocatable (hardEvictionReservation); the others (inodes, imagefs, pid)
+// watch nothing that capacity counts.
+const (
+	signalMemoryAvailable = "memory.available"
+	signalNodeFsAvailable = "nodefs.available"
+)
 
 // Allocatable is what the node offers pods, the kubelet's Node.Status
 // allocatable: for every resource of capacity, capacity minus kubeReserved
-// minus systemReserved, and for memory minus the hard eviction threshold
-// evictionHardMemory (memory.available: a quantity, or a percentage of the
-// memory capacity; "" for none). A reservation larger than its capacity is
-// an error naming the configuration fields, as the kubelet refuses to start
-// on one.
-func Allocatable(capacity, kubeReserved, systemReserved v1.ResourceList, evictionHardMemory string) (v1.ResourceList, error) {
-	eviction, err := evictionReservation(evictionHardMemory, capacity[v1.ResourceMemory])
+// minus systemReserved minus what the hard eviction thresholds keep free
+// (evictionHard, signal → a quantity or a percentage of the capacity:
+// memory.available off memory, nodefs.available off ephemeral-storage).
+// A reservation larger than its capacity is an error naming the
+// configuration fields, as the kubelet refuses to start on one. Then, as
+// the kubelet's node status does, memory loses the capacity of every
+// hugepages-<size> resource, stopping at 0: pre-allocated huge pages are
+// memory no pod can ask for as memory.
+func Allocatable(capacity, kubeReserved, systemReserved v1.ResourceList, evictionHard map[string]string) (v1.ResourceList, error) {
+	eviction, err := hardEvictionReservation(evictionHard, capacity)
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +58,8 @@ func Allocatable(capacity, kubeReserved, systemReserved v1.ResourceList, evictio
 		if q, ok := systemReserved[name]; ok {
 			add("systemReserved."+string(name), q, q.String())
 		}
-		if name == v1.ResourceMemory && eviction != nil {
-			add(evictionMemoryAvailable, *eviction, strings.TrimSpace(evictionHardMemory))
+		if t, ok := eviction[name]; ok {
+			add(t.field, t.value, t.written)
 		}
 		value := capacity[name].DeepCopy()
 		value.Sub(total)
@@ -67,7 +77,27 @@ func Allocatable(capacity, kubeReserved, systemReserved v1.ResourceList, evictio
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	subtractHugepages(out, capacity)
 	return out, nil
+}
+
+// subtractHugepages takes the huge pages' capacity off allocatable memory.
+// Unlike a reservation, huge pages beyond the memory left are not a
+// configuration error (the kernel allocated them), so memory stops at 0.
+func subtractHugepages(allocatable, capacity v1.ResourceList) {
+	memory, ok := allocatable[v1.ResourceMemory]
+	if !ok {
+		return
+	}
+	for name, q := range capacity {
+		if v1helper.IsHugePages(name) {
+			memory.Sub(q)
+		}
+	}
+	if memory.Sign() < 0 {
+		memory.Set(0)
+	}
+	allocatable[v1.ResourceMemory] = memory
 }
 
 // NodeAllocatableAbsolute is what the node's cgroups enforce, the kubelet's
@@ -88,12 +118,51 @@ func NodeAllocatableAbsolute(capacity, kubeReserved, systemReserved v1.ResourceL
 	return out
 }
 
-// evictionReservation parses the memory.available hard eviction threshold
-// the way the kubelet does (ParseThresholdConfig, GetThresholdQuantity): a
-// quantity, or a percentage of memoryCapacity parsed as a float32, which
-// the kubelet's arithmetic rounds with. "0%" and "100%" mean no threshold;
-// nil means none.
-func evictionReservation(threshold string, memoryCapacity resource.Quantity) (*resource.Quantity, error) {
+// evictionTerm is what one hard eviction threshold keeps out of a
+// resource, with the field and value as configured for messages.
+type evictionTerm struct {
+	field, written string
+	value          resource.Quantity
+}
+
+// hardEvictionReservation is what the memory.available and
+// nodefs.available hard thresholds reserve, by the resource they come off.
+// Other signals reserve nothing.
+func hardEvictionReservation(evictionHard map[string]string, capacity v1.ResourceList) (map[v1.ResourceName]evictionTerm, error) {
+	out := map[v1.ResourceName]evictionTerm{}
+	var errs []error
+	for _, s := range []struct {
+		signal   string
+		resource v1.ResourceName
+	}{
+		{signalMemoryAvailable, v1.ResourceMemory},
+		{signalNodeFsAvailable, v1.ResourceEphemeralStorage},
+	} {
+		written, ok := evictionHard[s.signal]
+		if !ok {
+			continue
+		}
+		field := "evictionHard " + s.signal
+		q, err := thresholdQuantity(field, written, capacity[s.resource])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if q != nil {
+			out[s.resource] = evictionTerm{field: field, written: strings.TrimSpace(written), value: *q}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// thresholdQuantity parses a hard eviction threshold the way the kubelet
+// does (ParseThresholdConfig, GetThresholdQuantity): a quantity, or a
+// percentage of capacity parsed as a float32, which the kubelet's
+// arithmetic rounds with. "0%", "100%" and "" mean no threshold: nil.
+func thresholdQuantity(field, threshold string, capacity resource.Quantity) (*resource.Quantity, error) {
 	threshold = strings.TrimSpace(threshold)
 	if threshold == "" || threshold == "0%" || threshold == "100%" {
 		return nil, nil
@@ -101,17 +170,17 @@ func evictionReservation(threshold string, memoryCapacity resource.Quantity) (*r
 	if number, ok := strings.CutSuffix(threshold, "%"); ok {
 		p, err := strconv.ParseFloat(number, 32)
 		if err != nil || p < 0 || p > 100 {
-			return nil, fmt.Errorf("%s: %q: want a percentage between 0%% and 100%%", evictionMemoryAvailable, threshold)
+			return nil, fmt.Errorf("%s: %q: want a percentage between 0%% and 100%%", field, threshold)
 		}
 		fraction := float32(p) / 100
-		return resource.NewQuantity(int64(float64(memoryCapacity.Value())*float64(fraction)), resource.BinarySI), nil
+		return resource.NewQuantity(int64(float64(capacity.Value())*float64(fraction)), resource.BinarySI), nil
 	}
 	q, err := resource.ParseQuantity(threshold)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %q: %w", evictionMemoryAvailable, threshold, err)
+		return nil, fmt.Errorf("%s: %q: %w", field, threshold, err)
 	}
 	if q.Sign() < 0 {
-		return nil, fmt.Errorf("%s: %q: must not be negative", evictionMemoryAvailable, threshold)
+		return nil, fmt.Errorf("%s: %q: must not be negative", field, threshold)
 	}
 	return &q, nil
 }

@@ -25,6 +25,7 @@ type MachineFiles struct {
 	OnlineCPUs string // The online CPUs, a cpu list such as "0-3,8"; /sys/devices/system/cpu/online.
 	PidMax     string // /proc/sys/kernel/pid_max ...
 	ThreadsMax string // ... and /proc/sys/kernel/threads-max: the smaller is "pid".
+	Hugepages  string // One hugepages-<N>kB directory per page size; /sys/kernel/mm/hugepages.
 }
 
 func (f MachineFiles) withHostDefaults() MachineFiles {
@@ -39,6 +40,7 @@ func (f MachineFiles) withHostDefaults() MachineFiles {
 		OnlineCPUs: or(f.OnlineCPUs, "/sys/devices/system/cpu/online"),
 		PidMax:     or(f.PidMax, "/proc/sys/kernel/pid_max"),
 		ThreadsMax: or(f.ThreadsMax, "/proc/sys/kernel/threads-max"),
+		Hugepages:  or(f.Hugepages, "/sys/kernel/mm/hugepages"),
 	}
 }
 
@@ -48,7 +50,8 @@ func (f MachineFiles) withHostDefaults() MachineFiles {
 // the kubelet's root dir's) as ephemeral-storage, and the number of tasks
 // the kernel allows (the smaller of pid_max and threads-max) as
 // ResourcePID, which only the kubepods cgroup uses: leave it out of a
-// Node's status.
+// Node's status. Every huge page size the kernel has is a hugepages-<size>
+// resource holding its pre-allocated pages, in bytes (0 for none).
 func MachineCapacity(files MachineFiles, rootDir string, maxPods int32) (v1.ResourceList, error) {
 	files = files.withHostDefaults()
 	cpus, err := onlineCPUs(files.OnlineCPUs)
@@ -67,13 +70,16 @@ func MachineCapacity(files MachineFiles, rootDir string, maxPods int32) (v1.Reso
 	if err != nil {
 		return nil, err
 	}
-	return v1.ResourceList{
-		v1.ResourceCPU:              *resource.NewQuantity(int64(cpus), resource.DecimalSI),
-		v1.ResourceMemory:           *resource.NewQuantity(mem, resource.BinarySI),
-		v1.ResourcePods:             *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
-		v1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
-		ResourcePID:                 *resource.NewQuantity(pids, resource.DecimalSI),
-	}, nil
+	capacity, err := hugepagesCapacity(files.Hugepages)
+	if err != nil {
+		return nil, err
+	}
+	capacity[v1.ResourceCPU] = *resource.NewQuantity(int64(cpus), resource.DecimalSI)
+	capacity[v1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	capacity[v1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
+	capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(storage, resource.BinarySI)
+	capacity[ResourcePID] = *resource.NewQuantity(pids, resource.DecimalSI)
+	return capacity, nil
 }
 
 // onlineCPUs counts the CPUs in a cpu list file. Unlike runtime.NumCPU it

@@ -21,7 +21,7 @@ func TestSeedExample(t *testing.T) {
 	besteffort := podOf("pod-besteffort-1", ctr("container4", nil, nil))
 	pods := []*v1.Pod{guaranteed, burstable, besteffort}
 
-	allocatable, err := Allocatable(capacity, nil, nil, "")
+	allocatable, err := Allocatable(capacity, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
