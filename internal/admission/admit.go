@@ -1,0 +1,82 @@
+package admission
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/v1helper"
+)
+
+// ReasonUnexpectedAdmissionError is the kubelet's rejection reason when a
+// critical pod could not be admitted even by preemption.
+const ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+
+// Node is what a new pod is admitted against.
+type Node struct {
+	// Node gives the name and labels the pod's nodeName and node
+	// affinity must match, and the allocatable it must fit in (device
+	// plugin resources included).
+	Node *v1.Node
+	// Active are the pods holding resources: admitted, and not yet
+	// terminated.
+	Active []*PodInfo
+}
+
+// Result is an admission decision and what it rests on.
+type Result struct {
+	Admit bool `json:"admit"`
+	// Reason and Message are the kubelet's, for a pod not admitted; the
+	// message is the part after "Pod was rejected: ".
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Insufficient and Failures are every check the pod failed, resource
+	// and other.
+	Insufficient []InsufficientResource `json:"insufficient,omitempty"`
+	Failures     []PredicateFailure     `json:"failures,omitempty"`
+	// Preemption is the choice of victims for a critical pod that did not
+	// fit only for lack of resources. The pod is admitted once they are
+	// killed; if no choice frees enough, it holds what was considered.
+	Preemption *Preemption `json:"preemption,omitempty"`
+	// NoPreemption says why a pod that did not fit preempts nothing.
+	NoPreemption string `json:"noPreemption,omitempty"`
+}
+
+// Admit decides whether pod may start on node, as the kubelet's predicate
+// admit handler does, with its critical-pod admission handler for the
+// failures: a critical pod whose every failure is a lack of resources is
+// admitted at the cost of the victims Preemption names.
+func Admit(pod *PodInfo, node Node) Result {
+	var r Result
+	r.Insufficient = fit(pod, amounts(node.Node.Status.Allocatable), node.Active)
+	r.Failures = predicates(pod.Pod, node.Node, node.Active)
+	if len(r.Insufficient) == 0 && len(r.Failures) == 0 {
+		r.Admit = true
+		return r
+	}
+	critical := v1helper.IsCriticalPod(pod.Pod)
+	switch {
+	case !critical:
+		r.NoPreemption = "only a critical pod (static, mirror, or priority ≥ 2000000000) may preempt others"
+	case len(r.Failures) > 0:
+		// Preempting would not make the pod fit: only the other reasons
+		// count against it.
+		r.NoPreemption = "it also failed " + r.Failures[0].Name + ", which preempting pods cannot cure"
+	default:
+		p, err := choosePreemptionVictims(pod, node.Active, requirementsOf(r.Insufficient))
+		r.Preemption = p
+		if err != nil {
+			r.Reason = ReasonUnexpectedAdmissionError
+			r.Message = "Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: " + err.Error()
+			return r
+		}
+		r.Admit = true
+		return r
+	}
+	// The kubelet reports the first reason, resources first; a critical
+	// pod is not rejected for resources.
+	if len(r.Insufficient) > 0 && !critical {
+		r.Reason, r.Message = r.Insufficient[0].Reason(), r.Insufficient[0].Error()
+	} else {
+		r.Reason, r.Message = r.Failures[0].Name, r.Failures[0].Error()
+	}
+	return r
+}
