@@ -65,6 +65,9 @@ type PLEG struct {
 	log     *slog.Logger
 	trigger chan struct{}
 
+	// seeded is what Seed listed: Run starts from it. Set before Run only.
+	seeded map[types.UID]PodRecord
+
 	mu         sync.Mutex
 	lastRelist time.Time
 	started    time.Time
@@ -100,12 +103,31 @@ func (p *PLEG) Healthy() error {
 	return nil
 }
 
+// Seed lists the runtime once, before Run, and returns an event per pod it
+// holds; Run then reports only what changes from there. It lets berth know
+// which pods are already running before it decides about any (admission
+// never checks a pod twice, even across a restart of berth).
+func (p *PLEG) Seed(ctx context.Context) ([]Event, error) {
+	current, err := p.relist(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.seeded = current
+	p.mu.Lock()
+	p.lastRelist = p.clk.Now()
+	p.mu.Unlock()
+	return Diff(nil, current), nil
+}
+
 // Run relists until ctx is done, sending events to out.
 func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 	p.mu.Lock()
 	p.started = p.clk.Now()
 	p.mu.Unlock()
-	known := map[types.UID]PodRecord{}
+	known := p.seeded
+	if known == nil {
+		known = map[types.UID]PodRecord{}
+	}
 	ticker := p.clk.NewTicker(p.period)
 	defer ticker.Stop()
 	// After a trigger, step walks through followUps; followUps = idle.
