@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/admission"
 )
 
 const (
@@ -82,6 +84,26 @@ func (c *apiClient) events(ctx context.Context, namespace, pod string) (*v1.Even
 	return &list, nil
 }
 
+// errNoAdmission is admission's answer for a pod berth keeps no admission
+// record of: one it does not want, or any pod of a berth too old to serve
+// the record. Neither is a failure to describe the pod.
+var errNoAdmission = errors.New("no admission record")
+
+// admission fetches berth's admission decision about a pod; errNoAdmission
+// when it has none.
+func (c *apiClient) admission(ctx context.Context, namespace, pod string) (*admission.Result, error) {
+	var r admission.Result
+	err := c.getJSON(ctx, "/pods/"+url.PathEscape(namespace)+"/"+url.PathEscape(pod)+"/admission",
+		"the admission of pod "+namespace+"/"+pod, &r)
+	if apiErr := (*apiError)(nil); errors.As(err, &apiErr) && apiErr.status == http.StatusNotFound {
+		return nil, errNoAdmission
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // logQuery is the kubelet's containerLogs query.
 type logQuery struct {
 	follow     bool
@@ -125,8 +147,17 @@ func (c *apiClient) containerLogs(ctx context.Context, w io.Writer, namespace, p
 	return nil
 }
 
-// get issues a GET and turns every answer but 200 into an error carrying
-// the server's message.
+// apiError is an answer other than 200, kept with its status so that a
+// caller can tell "not found" from a failure.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// get issues a GET and turns every answer but 200 into an *apiError
+// carrying the server's message.
 func (c *apiClient) get(ctx context.Context, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
@@ -145,12 +176,14 @@ func (c *apiClient) get(ctx context.Context, path string) (*http.Response, error
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	msg := strings.TrimSpace(string(body))
+	e := &apiError{status: resp.StatusCode, msg: msg}
 	switch {
-	case resp.StatusCode == http.StatusNotFound && msg != "", resp.StatusCode == http.StatusBadRequest && msg != "":
-		return nil, errors.New(msg)
+	case (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusBadRequest) && msg != "":
+		// The server's own words suffice for what it refused by name.
 	case msg != "":
-		return nil, fmt.Errorf("%s: %s: %s", c.base+path, resp.Status, msg)
+		e.msg = fmt.Sprintf("%s: %s: %s", c.base+path, resp.Status, msg)
 	default:
-		return nil, fmt.Errorf("%s: %s", c.base+path, resp.Status)
+		e.msg = fmt.Sprintf("%s: %s", c.base+path, resp.Status)
 	}
+	return nil, e
 }

@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
@@ -35,6 +36,7 @@ type apiSource struct {
 	imagesErr  error
 	node       v1.Node
 	eviction   eviction.Status
+	admissions map[string]admission.Result // "namespace/pod" -> decision
 }
 
 func (s *apiSource) Pods() []v1.Pod                        { return s.pods }
@@ -48,6 +50,10 @@ func (s *apiSource) StatsSummary() (*statsapi.Summary, error) {
 	return nil, errors.New("no stats in this test")
 }
 func (s *apiSource) ContainerRunning(string) bool { return false }
+func (s *apiSource) Admission(ns, pod string) (admission.Result, bool) {
+	r, ok := s.admissions[ns+"/"+pod]
+	return r, ok
+}
 func (s *apiSource) Events(ns, pod string) []v1.Event {
 	return s.events[ns+"/"+pod]
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -19,14 +20,17 @@ func newDescribeCommand() *cobra.Command {
 		Short: "Show a pod or the node in detail with its events, like kubectl describe",
 		Long: `Show a pod in detail, the way kubectl describe pod does: its status and
 conditions, each container's state, last state, probes, resources, environment
-and mounts, the pod's volumes and QoS class, and the events that explain what
-berth did with it and why. A manifest berth could not read shows the error.
+and mounts, the pod's volumes and QoS class, whether berth admitted it (the
+checks it failed, or the pods a critical pod preempted), and the events that
+explain what berth did with it and why. A manifest berth could not read shows
+the error.
 
   berth describe web                 the pod "web" in namespace default
   berth describe pod web -n kube-system
   berth describe pods                every pod in the namespace
   berth describe node                the node: pressure conditions, capacity,
-                                     allocatable, eviction thresholds`,
+                                     allocatable, its pods and what they
+                                     request, eviction thresholds`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 || len(args) > 2 {
 				return fmt.Errorf("want a pod: berth describe [pod] NAME, got %d arguments", len(args))
@@ -90,7 +94,7 @@ func describe(ctx context.Context, out, errOut io.Writer, client *apiClient, nam
 			_, err = io.WriteString(out, describeGonePod(namespace, name, events.Items, now))
 			return err
 		}
-		_, err = io.WriteString(out, describePod(pod, events.Items, now))
+		_, err = io.WriteString(out, describePod(pod, fetchAdmission(ctx, client, pod), events.Items, now))
 		return err
 	}
 
@@ -113,9 +117,20 @@ func describe(ctx context.Context, out, errOut io.Writer, client *apiClient, nam
 		if i > 0 {
 			io.WriteString(out, "\n\n")
 		}
-		if _, err := io.WriteString(out, describePod(pod, events.Items, now)); err != nil {
+		if _, err := io.WriteString(out, describePod(pod, fetchAdmission(ctx, client, pod), events.Items, now)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fetchAdmission asks for berth's admission decision about pod. A pod berth
+// keeps no record of shows none, and a failure to fetch it shows in its
+// place: neither keeps the rest of the pod from being described.
+func fetchAdmission(ctx context.Context, client *apiClient, pod *v1.Pod) admissionRecord {
+	r, err := client.admission(ctx, pod.Namespace, pod.Name)
+	if errors.Is(err, errNoAdmission) {
+		return admissionRecord{}
+	}
+	return admissionRecord{result: r, err: err}
 }

@@ -167,7 +167,7 @@ func TestDescribePod(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describePod(tt.pod, tt.events, now)
+			got := describePod(tt.pod, admissionRecord{}, tt.events, now)
 			if got != tt.want {
 				t.Errorf("got\n%s\nwant\n%s\ndiff:\n%s", got, tt.want, lineDiff(got, tt.want))
 			}
@@ -517,7 +517,7 @@ func TestDescribeDetails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := describePod(tt.pod(), nil, now)
+			got := describePod(tt.pod(), admissionRecord{}, nil, now)
 			lines := strings.Split(got, "\n")
 			for _, want := range tt.want {
 				if !slices.Contains(lines, want) {

@@ -45,8 +45,8 @@ func (d *describeWriter) write(level int, format string, args ...any) {
 func (d *describeWriter) flush() { d.tw.Flush() }
 
 // describePod renders a pod and its events as `kubectl describe pod` does,
-// with ages counted up to now.
-func describePod(pod *v1.Pod, events []v1.Event, now time.Time) string {
+// with ages counted up to now, and berth's admission decision about it.
+func describePod(pod *v1.Pod, adm admissionRecord, events []v1.Event, now time.Time) string {
 	var b strings.Builder
 	w := newDescribeWriter(&b)
 	w.write(0, "Name:\t%s\n", pod.Name)
@@ -122,6 +122,7 @@ func describePod(pod *v1.Pod, events []v1.Event, now time.Time) string {
 		writeLabels(w, "Node-Selectors", pod.Spec.NodeSelector)
 		writeTolerations(w, pod.Spec.Tolerations)
 	}
+	writeAdmission(w, adm)
 	writeEvents(w, events, now)
 	w.flush()
 	return b.String()

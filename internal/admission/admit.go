@@ -38,6 +38,8 @@ type Result struct {
 	Preemption *Preemption `json:"preemption,omitempty"`
 	// NoPreemption says why a pod that did not fit preempts nothing.
 	NoPreemption string `json:"noPreemption,omitempty"`
+	// Note is what else a reader should know of the decision.
+	Note string `json:"note,omitempty"`
 }
 
 // Admit decides whether pod may start on node, as the kubelet's predicate

@@ -172,8 +172,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		pleg:     relist,
 		devices:  devices,
 		terminal: terminalPods,
-		desired:  desiredSet{},
-		runtime:  map[types.UID]pleg.Event{},
+		events:   recorder,
+		node: func() *v1.Node {
+			devCapacity, devAllocatable := admissionDeviceResources(devices.Resources())
+			return nodeObject(cfg.NodeName, capacity, allocatable, devCapacity, devAllocatable)
+		},
+		admitter:  newAdmitter(),
+		preempted: make(chan preemption),
+		desired:   desiredSet{},
+		runtime:   map[types.UID]pleg.Event{},
+	}
+	if loop.preemptions, err = newPreemptionsMetric(registry); err != nil {
+		return err
 	}
 	imageGC, err := newImageGC(cfg, rt.cri, loop, clk, recorder, registry, log)
 	if err != nil {
@@ -194,6 +204,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	defer workers.Stop()
 	loop.workers = workers
 
+	// What the runtime already runs was admitted before berth restarted:
+	// the loop must know it before it admits anything.
+	seedCtx, cancelSeed := context.WithTimeout(ctx, apiCallTimeout)
+	initial, err := relist.Seed(seedCtx)
+	cancelSeed()
+	if err != nil {
+		return fmt.Errorf("listing the runtime's pods: %w", err)
+	}
+	for _, ev := range initial {
+		loop.runtime[ev.UID] = ev
+	}
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
 	bg.Go(func() { rt.supervise(ctx, log) })
@@ -232,8 +253,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	})
 	if apiListener != nil {
 		srv := server.New(apiListener.Addr().String(),
-			&apiSource{loop: loop, cri: rt.cri, events: recorder, devices: devices, images: imageGC,
-				capacity: capacity, allocatable: allocatable, evictions: evictions, stats: summary}, registry, log)
+			&apiSource{loop: loop, cri: rt.cri, capacity: capacity, allocatable: allocatable, events: recorder, devices: devices, images: imageGC,
+				evictions: evictions, stats: summary}, registry, log)
 		bg.Go(func() {
 			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)

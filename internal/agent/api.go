@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/eviction"
@@ -29,9 +30,16 @@ type apiSource struct {
 	devices *devicemanager.Manager
 	images  *images.Manager
 
+	// capacity and allocatable are the machine's, without the devices.
 	capacity, allocatable v1.ResourceList
 	evictions             *eviction.Manager
 	stats                 *stats.Provider
+}
+
+// Admission answers /pods/{namespace}/{name}/admission: how the pod was
+// admitted, or why not.
+func (a *apiSource) Admission(namespace, name string) (admission.Result, bool) {
+	return a.loop.admission(namespace, name)
 }
 
 // Images answers /images: every image with why the GC would or would not

@@ -1,35 +1,39 @@
 package agent
 
 import (
-	v1 "k8s.io/api/core/v1"
+	"sort"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/podsource"
 )
-
-// reasonOutOfPods is the kubelet's rejection reason for a pod beyond maxPods.
-const reasonOutOfPods = "OutOfpods"
 
 // podEntry is one desired pod, keyed by namespace/name.
 type podEntry struct {
 	pod *v1.Pod
-	// rejected is why the pod was not admitted, or "" when it runs.
-	rejected string
+	// rejected is set when the pod was not admitted: it never runs.
+	rejected *admission.Result
+	// preempting are the pods being preempted to make room for this one:
+	// it starts once they have stopped.
+	preempting []types.UID
 }
 
-// desiredSet is the pods the manifests want, by namespace/name.
+// runs reports whether the pod is admitted: running, or about to.
+func (e *podEntry) runs() bool { return e.rejected == nil }
+
+// desiredSet is the pods the sources want, by namespace/name.
 type desiredSet map[string]*podEntry
 
-// admit builds the desired set of a snapshot: pods in the snapshot's order
-// (namespace/name) up to maxPods run, the rest are rejected.
-func admit(snap podsource.Snapshot, maxPods int) desiredSet {
+// desiredFrom builds the desired set of a snapshot, keeping what prev
+// decided about the pods it already had (same UID): a pod is admitted once.
+func desiredFrom(snap podsource.Snapshot, prev desiredSet) desiredSet {
 	out := desiredSet{}
-	admitted := 0
 	for _, pod := range snap.Pods {
 		e := &podEntry{pod: pod}
-		if admitted >= maxPods {
-			e.rejected = reasonOutOfPods
-		} else {
-			admitted++
+		if p := prev[key(pod)]; p != nil && p.pod.UID == pod.UID {
+			e.rejected, e.preempting = p.rejected, p.preempting
 		}
 		out[key(pod)] = e
 	}
@@ -44,30 +48,44 @@ type changes struct {
 }
 
 // diff compares two desired sets by UID, the static pod's content hash: an
-// edited manifest is one kill and one start.
+// edited manifest is one kill and one start. A pod waiting for the pods it
+// preempts is not started yet.
 func diff(prev, next desiredSet) changes {
-	running := func(s desiredSet) map[string]*v1.Pod {
-		m := map[string]*v1.Pod{}
+	admitted := func(s desiredSet) map[types.UID]*podEntry {
+		m := map[types.UID]*podEntry{}
 		for _, e := range s {
-			if e.rejected == "" {
-				m[string(e.pod.UID)] = e.pod
+			if e.runs() {
+				m[e.pod.UID] = e
 			}
 		}
 		return m
 	}
-	before, after := running(prev), running(next)
+	before, after := admitted(prev), admitted(next)
 	var c changes
-	for uid, pod := range before {
+	for uid, e := range before {
 		if _, ok := after[uid]; !ok {
-			c.kill = append(c.kill, pod)
+			c.kill = append(c.kill, e.pod)
 		}
 	}
-	for uid, pod := range after {
-		if _, ok := before[uid]; !ok {
-			c.start = append(c.start, pod)
+	for uid, e := range after {
+		if _, ok := before[uid]; !ok && len(e.preempting) == 0 {
+			c.start = append(c.start, e.pod)
 		}
 	}
 	sortPods(c.kill)
 	sortPods(c.start)
 	return c
+}
+
+// admissionOrder is the order new pods are admitted in, the kubelet's:
+// oldest first, then by name so that a batch of manifests (which have no
+// creation time) is admitted the same way every time.
+func admissionOrder(pods []*v1.Pod) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i].CreationTimestamp, pods[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return key(pods[i]) < key(pods[j])
+	})
 }

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/podsource"
 )
 
@@ -28,7 +30,7 @@ func TestDiff(t *testing.T) {
 	tests := []struct {
 		name          string
 		prev, next    []*v1.Pod
-		maxPods       int
+		wait          []string // names waiting for their victims
 		start, kill   []string
 		rejectedNames []string
 	}{
@@ -56,30 +58,30 @@ func TestDiff(t *testing.T) {
 			kill: []string{"b@2"},
 		},
 		{
-			name:          "pods beyond maxPods are rejected, not started",
-			next:          []*v1.Pod{pod("a", "1"), pod("b", "2"), pod("c", "3")},
-			maxPods:       2,
-			start:         []string{"a@1", "b@2"},
-			rejectedNames: []string{"c"},
+			name:  "a pod waiting for the pods it preempts is not started",
+			next:  []*v1.Pod{pod("a", "1"), pod("crit", "2")},
+			wait:  []string{"crit"},
+			start: []string{"a@1"},
 		},
 		{
-			name:          "a pod pushed over maxPods by a new one is killed",
-			prev:          []*v1.Pod{pod("b", "2"), pod("c", "3")},
-			next:          []*v1.Pod{pod("a", "1"), pod("b", "2"), pod("c", "3")},
-			maxPods:       2,
-			start:         []string{"a@1"},
-			kill:          []string{"c@3"},
-			rejectedNames: []string{"c"},
+			name:          "a rejected pod is neither started nor killed",
+			prev:          []*v1.Pod{pod("a", "1")},
+			next:          []*v1.Pod{pod("a", "1"), pod("b", "2")},
+			rejectedNames: []string{"b"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			max := tt.maxPods
-			if max == 0 {
-				max = 110
+			prev := desiredFrom(podsource.Snapshot{Pods: tt.prev}, nil)
+			next := desiredFrom(podsource.Snapshot{Pods: tt.next}, prev)
+			for _, e := range next {
+				if slices.Contains(tt.rejectedNames, e.pod.Name) {
+					e.rejected = &admission.Result{Reason: "OutOfcpu"}
+				}
+				if slices.Contains(tt.wait, e.pod.Name) {
+					e.preempting = []types.UID{"victim"}
+				}
 			}
-			prev := admit(podsource.Snapshot{Pods: tt.prev}, max)
-			next := admit(podsource.Snapshot{Pods: tt.next}, max)
 			c := diff(prev, next)
 			if got := names(c.start); !reflect.DeepEqual(got, tt.start) {
 				t.Errorf("start = %v, want %v", got, tt.start)
@@ -87,25 +89,29 @@ func TestDiff(t *testing.T) {
 			if got := names(c.kill); !reflect.DeepEqual(got, tt.kill) {
 				t.Errorf("kill = %v, want %v", got, tt.kill)
 			}
-			var rejected []string
-			for _, e := range next {
-				if e.rejected != "" {
-					rejected = append(rejected, e.pod.Name)
-				}
-			}
-			if !reflect.DeepEqual(rejected, tt.rejectedNames) {
-				t.Errorf("rejected = %v, want %v", rejected, tt.rejectedNames)
-			}
 		})
 	}
 }
 
 func TestOrphans(t *testing.T) {
-	desired := admit(podsource.Snapshot{Pods: []*v1.Pod{pod("a", "1")}}, 110)
+	desired := desiredFrom(podsource.Snapshot{Pods: []*v1.Pod{pod("a", "1")}}, nil)
 	inRuntime := []types.UID{"1", "2", "3"}
 	hasWorker := map[types.UID]bool{"3": true}
 	got := orphans(desired, inRuntime, func(uid types.UID) bool { return hasWorker[uid] })
 	if !reflect.DeepEqual(got, []types.UID{"2"}) {
 		t.Errorf("orphans = %v, want [2]: wanted pods and pods with a worker are not orphans", got)
+	}
+}
+
+func TestDesiredFromKeepsDecisions(t *testing.T) {
+	prev := desiredFrom(podsource.Snapshot{Pods: []*v1.Pod{pod("a", "1"), pod("b", "2")}}, nil)
+	prev["default/a"].rejected = &admission.Result{Reason: "OutOfcpu"}
+	prev["default/b"].rejected = &admission.Result{Reason: "OutOfcpu"}
+	next := desiredFrom(podsource.Snapshot{Pods: []*v1.Pod{pod("a", "1"), pod("b", "3")}}, prev)
+	if next["default/a"].rejected == nil {
+		t.Error("the same pod (same UID) lost its rejection: a pod is admitted once")
+	}
+	if next["default/b"].rejected != nil {
+		t.Error("an edited pod (new UID) kept the old one's rejection")
 	}
 }

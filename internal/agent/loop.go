@@ -11,13 +11,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/cm/hierarchy"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/podworker"
@@ -42,6 +45,18 @@ type syncLoop struct {
 	// terminal records the evicted pods; housekeeping forgets those whose
 	// pods are gone.
 	terminal *status.TerminalStore
+	events   *events.Recorder
+	// node is the node new pods are admitted against.
+	node func() *v1.Node
+	// preemptions counts preemptions by the first resource lacked.
+	preemptions *prometheus.CounterVec
+
+	// admitter is owned by run; the mutex guards it for the local API.
+	admitter *admitter
+	// preempted reports the preemptions carried out by jobs, goroutines
+	// owned by run.
+	preempted chan preemption
+	jobs      sync.WaitGroup
 
 	// Owned by run; the mutex only guards reads from the local API.
 	mu          sync.RWMutex
@@ -59,13 +74,14 @@ const housekeepingPeriod = 30 * time.Second
 func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot, events <-chan pleg.Event) {
 	housekeeping := l.clk.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
+	defer l.jobs.Wait()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case snap := <-snapshots:
 			first := !l.sourceReady
-			l.applySnapshot(snap)
+			l.applySnapshot(ctx, snap)
 			l.killOrphans()
 			if first {
 				l.housekeep()
@@ -76,6 +92,8 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 			// A probe result changed: the pod's status changes, and a failed
 			// liveness or startup probe means a restart.
 			l.workers.Notify(u.PodUID)
+		case job := <-l.preempted:
+			l.finishPreemption(job)
 		case <-housekeeping.C():
 			l.housekeep()
 		}
@@ -92,6 +110,9 @@ func (l *syncLoop) housekeep() {
 	if l.devices != nil {
 		l.devices.UpdateAllocatedDevices()
 	}
+	l.mu.Lock()
+	l.admitter.prune(l.desired, l.workers.Has)
+	l.mu.Unlock()
 	if l.terminal != nil {
 		gone, err := l.terminal.Prune(l.known)
 		for _, uid := range gone {
@@ -106,7 +127,7 @@ func (l *syncLoop) housekeep() {
 	}
 	wanted := map[types.UID]bool{}
 	for _, e := range l.desired {
-		if e.rejected == "" {
+		if e.runs() {
 			wanted[e.pod.UID] = true
 		}
 	}
@@ -122,20 +143,23 @@ func (l *syncLoop) housekeep() {
 	}
 }
 
-// applySnapshot moves the desired set to the new snapshot: new UIDs start,
-// vanished UIDs are killed, and an edited manifest (same name, new UID) is
-// both.
-func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
-	next := admit(snap, int(l.cfg.MaxPods))
+// applySnapshot moves the desired set to the new snapshot: new UIDs are
+// admitted and start (or preempt others first, or are rejected), vanished
+// UIDs are killed, and an edited manifest (same name, new UID) is both.
+func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	l.mu.Lock()
 	prev := l.desired
+	next := desiredFrom(snap, prev)
+	// Pods that finished stopping since the last pass no longer count.
+	l.admitter.prune(prev, l.workers.Has)
+	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted})
 	l.desired, l.manifestErr, l.sourceReady = next, snap.Errors, true
 	l.mu.Unlock()
 
 	if l.cgroups != nil {
 		var running []*v1.Pod
 		for _, e := range next {
-			if e.rejected == "" {
+			if e.runs() {
 				running = append(running, e.pod)
 			}
 		}
@@ -145,25 +169,57 @@ func (l *syncLoop) applySnapshot(snap podsource.Snapshot) {
 	}
 	wanted := map[types.UID]bool{}
 	for _, e := range next {
-		if e.rejected == "" {
+		if e.runs() {
 			wanted[e.pod.UID] = true
 		}
 	}
 	l.probes.CleanupPods(wanted)
+	for k, e := range next {
+		if e.rejected != nil && (prev[k] == nil || prev[k].pod.UID != e.pod.UID) {
+			l.log.Warn("pod rejected", "pod", k, "reason", e.rejected.Reason, "message", e.rejected.Message)
+			l.events.Event(e.pod, v1.EventTypeWarning, e.rejected.Reason, e.rejected.Message)
+		}
+	}
 	c := diff(prev, next)
 	for _, pod := range c.kill {
 		l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)
 		l.workers.Kill(pod.UID, pod.Name, pod.Namespace)
 	}
+	for _, job := range jobs {
+		l.startPreemption(ctx, job)
+	}
 	for _, pod := range c.start {
 		l.log.Info("pod added", "pod", key(pod), "uid", pod.UID)
 		l.workers.Update(pod)
 	}
-	for k, e := range next {
-		if e.rejected != "" && (prev[k] == nil || prev[k].rejected == "") {
-			l.log.Warn("pod rejected", "pod", k, "reason", e.rejected, "maxPods", l.cfg.MaxPods)
+}
+
+// isTerminal reports a pod that stopped for good: it holds nothing. Right
+// after a restart of berth, before the evicted pods' workers show them
+// again, the record of stopped pods says so.
+func (l *syncLoop) isTerminal(uid types.UID) bool {
+	if terminal(l.statuses, uid) {
+		return true
+	}
+	if l.terminal != nil {
+		_, stopped := l.terminal.Get(uid)
+		return stopped
+	}
+	return false
+}
+
+// adopted reports a pod berth found when it started, running or recorded
+// as stopped for good: it was admitted before berth restarted.
+func (l *syncLoop) adopted(uid types.UID) bool {
+	if _, ok := l.runtime[uid]; ok {
+		return true
+	}
+	if l.terminal != nil {
+		if _, ok := l.terminal.Get(uid); ok {
+			return true
 		}
 	}
+	return false
 }
 
 // applyEvent wakes the pod's worker, or kills the pod when berth no longer
@@ -205,7 +261,7 @@ func (l *syncLoop) killOrphans() {
 func orphans(desired desiredSet, inRuntime []types.UID, hasWorker func(types.UID) bool) []types.UID {
 	wanted := map[types.UID]bool{}
 	for _, e := range desired {
-		if e.rejected == "" {
+		if e.runs() {
 			wanted[e.pod.UID] = true
 		}
 	}
@@ -245,10 +301,18 @@ func (l *syncLoop) pods() []v1.Pod {
 	}
 	l.mu.RLock()
 	for k, e := range l.desired {
-		if e.rejected != "" && !seen[k] {
+		if seen[k] {
+			continue
+		}
+		switch {
+		case e.rejected != nil:
 			p := e.pod.DeepCopy()
-			p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: e.rejected,
-				Message: fmt.Sprintf("Pod was rejected: the node runs its maximum of %d pods", l.cfg.MaxPods)}
+			p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: e.rejected.Reason, Message: "Pod was rejected: " + e.rejected.Message}
+			out = append(out, *p)
+		case len(e.preempting) > 0:
+			p := e.pod.DeepCopy()
+			p.Status = v1.PodStatus{Phase: v1.PodPending,
+				Message: fmt.Sprintf("Waiting for the %d pods it preempts to stop", len(e.preempting))}
 			out = append(out, *p)
 		}
 	}
@@ -304,9 +368,21 @@ func (l *syncLoop) known(uid types.UID) bool {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	for _, e := range l.desired {
-		if e.pod.UID == uid && e.rejected == "" {
+		if e.pod.UID == uid && e.runs() {
 			return true
 		}
 	}
 	return false
+}
+
+// admission returns the admission decision about the desired pod
+// namespace/name.
+func (l *syncLoop) admission(namespace, name string) (admission.Result, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e := l.desired[namespace+"/"+name]
+	if e == nil {
+		return admission.Result{}, false
+	}
+	return l.admitter.result(e.pod.UID)
 }

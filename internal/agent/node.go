@@ -2,21 +2,66 @@ package agent
 
 import (
 	"context"
+	goruntime "runtime"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/berth-dev/berth/internal/cm"
+	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
 )
 
 // Node answers /node: the node as the kubelet would report it to an API
 // server, with the conditions the eviction manager sets.
 func (a *apiSource) Node() v1.Node {
-	var n v1.Node
-	n.Name = a.loop.cfg.NodeName
-	n.Status.Capacity = a.capacity.DeepCopy()
-	n.Status.Allocatable = a.allocatable.DeepCopy()
+	devCapacity, devAllocatable := a.devices.Capacity()
+	n := nodeObject(a.loop.cfg.NodeName, a.capacity, a.allocatable, devCapacity, devAllocatable)
 	n.Status.Conditions = a.evictions.Conditions()
+	return *n
+}
+
+// admissionDeviceResources are the device plugins' resources a new pod is
+// admitted against: those of connected plugins only. A resource whose
+// plugin is away is left out, as the kubelet leaves out a resource it does
+// not list, so that a pod needing it waits for the plugin in device
+// admission rather than being refused for want of healthy devices.
+func admissionDeviceResources(rs []devicemanager.ResourceStatus) (capacity, allocatable v1.ResourceList) {
+	capacity, allocatable = v1.ResourceList{}, v1.ResourceList{}
+	for _, r := range rs {
+		if !r.Connected {
+			continue
+		}
+		name := v1.ResourceName(r.Name)
+		capacity[name] = *resource.NewQuantity(int64(r.Capacity), resource.DecimalSI)
+		allocatable[name] = *resource.NewQuantity(int64(r.Allocatable), resource.DecimalSI)
+	}
+	return capacity, allocatable
+}
+
+// nodeObject is the node as berth reports it and admits pods against: the
+// kubelet's well-known labels, and the machine's capacity and allocatable
+// with the device plugins' resources added.
+func nodeObject(name string, capacity, allocatable, devCapacity, devAllocatable v1.ResourceList) *v1.Node {
+	n := &v1.Node{}
+	n.Name = name
+	n.Labels = map[string]string{
+		v1.LabelHostname:   name,
+		v1.LabelOSStable:   goruntime.GOOS,
+		v1.LabelArchStable: goruntime.GOARCH,
+	}
+	n.Status.Capacity = capacity.DeepCopy()
+	n.Status.Allocatable = allocatable.DeepCopy()
+	for res, q := range devCapacity {
+		n.Status.Capacity[res] = q.DeepCopy()
+	}
+	for res, q := range devAllocatable {
+		n.Status.Allocatable[res] = q.DeepCopy()
+	}
+	// The pid capacity sizes the kubepods cgroup only; it is no Node resource.
+	delete(n.Status.Capacity, cm.ResourcePID)
+	delete(n.Status.Allocatable, cm.ResourcePID)
 	return n
 }
 

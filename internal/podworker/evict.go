@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -33,6 +34,14 @@ func (e *eviction) finish(err error) {
 	})
 }
 
+// Why Evict could not stop a pod.
+var (
+	// ErrNoPod: berth has no such pod (any more).
+	ErrNoPod = errors.New("no such pod")
+	// ErrPodDeleted: the pod is being deleted, which stops it anyway.
+	ErrPodDeleted = errors.New("the pod is being deleted")
+)
+
 // Evict stops the pod with uid with the grace period in seconds and sets its
 // status to status for good. It returns when the pod's containers are
 // stopped, or when ctx is done. Evicting a pod twice waits for the first
@@ -42,12 +51,12 @@ func (ws *Workers) Evict(ctx context.Context, uid types.UID, grace int64, status
 	w := ws.workers[uid]
 	ws.mu.Unlock()
 	if w == nil {
-		return fmt.Errorf("pod %s: no such pod", uid)
+		return fmt.Errorf("pod %s: %w", uid, ErrNoPod)
 	}
 	w.mu.Lock()
 	if w.terminating {
 		w.mu.Unlock()
-		return fmt.Errorf("pod %s is being deleted", uid)
+		return fmt.Errorf("pod %s: %w", uid, ErrPodDeleted)
 	}
 	ev := w.evicting
 	if ev == nil {

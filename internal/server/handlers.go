@@ -46,6 +46,18 @@ func (s *Server) podEvents(w http.ResponseWriter, r *http.Request) {
 	s.writeEvents(w, r, events)
 }
 
+// podAdmission answers with the admission decision about a pod: the
+// checks it failed and, for a critical pod, the preemption it caused.
+func (s *Server) podAdmission(w http.ResponseWriter, r *http.Request) {
+	namespace, podName := r.PathValue("namespace"), r.PathValue("pod")
+	res, ok := s.src.Admission(namespace, podName)
+	if !ok {
+		http.Error(w, fmt.Sprintf("pod %s/%s not found", namespace, podName), http.StatusNotFound)
+		return
+	}
+	s.writeJSON(w, r, res)
+}
+
 // nodeEvents answers with the node's own events as a v1 EventList.
 func (s *Server) nodeEvents(w http.ResponseWriter, r *http.Request) {
 	s.writeEvents(w, r, s.src.NodeEvents())

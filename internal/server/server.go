@@ -22,6 +22,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
@@ -60,6 +61,9 @@ type Source interface {
 	Eviction() eviction.Status
 	// StatsSummary measures the node and its pods.
 	StatsSummary() (*statsapi.Summary, error)
+	// Admission returns how the pod was admitted, or why it was not; false
+	// for a pod berth does not want.
+	Admission(namespace, pod string) (admission.Result, bool)
 }
 
 const (
@@ -91,6 +95,7 @@ func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /pods", s.pods)
 	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/events", s.podEvents)
+	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/admission", s.podAdmission)
 	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	s.mux.HandleFunc("GET /node/events", s.nodeEvents)
 	s.mux.HandleFunc("GET /devices", s.devices)

@@ -28,6 +28,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
@@ -49,6 +50,7 @@ type fakeSource struct {
 	eviction   eviction.Status
 	summary    *statsapi.Summary
 	summaryErr error
+	admissions map[string]admission.Result // "ns/pod" -> decision
 
 	mu      sync.Mutex
 	running map[string]bool
@@ -61,6 +63,10 @@ func (f *fakeSource) Images() ([]images.ImageStatus, error) { return f.images, f
 func (f *fakeSource) Healthy() error                        { return f.healthy }
 func (f *fakeSource) Node() v1.Node                         { return f.node }
 func (f *fakeSource) Eviction() eviction.Status             { return f.eviction }
+func (f *fakeSource) Admission(namespace, pod string) (admission.Result, bool) {
+	r, ok := f.admissions[namespace+"/"+pod]
+	return r, ok
+}
 func (f *fakeSource) StatsSummary() (*statsapi.Summary, error) {
 	return f.summary, f.summaryErr
 }

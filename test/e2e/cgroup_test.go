@@ -15,8 +15,9 @@ import (
 
 const gib = int64(1) << 30
 
-// The seed's worked example on this machine: a Guaranteed, a Burstable and
-// a BestEffort pod with qosReserved memory=100%. Every value in kubepods,
+// The seed's worked example on this machine (its cpu requests halved, so
+// that the pods fit in two cpus): a Guaranteed, a Burstable and a
+// BestEffort pod with qosReserved memory=100%. Every value in kubepods,
 // the QoS cgroups, the pod cgroups and the container cgroups is read from
 // the real /sys/fs/cgroup and compared with the formulas applied to this
 // machine's capacity. Deleting the Guaranteed pod raises the burstable and
@@ -40,7 +41,7 @@ spec:
   - name: container3
     image: %[1]s
     command: %[2]s
-    resources: {limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 1, memory: 1Gi}}
+    resources: {limits: {cpu: 500m, memory: 1Gi}, requests: {cpu: 500m, memory: 1Gi}}
 `, busybox, sleep))
 	n.writeManifest("burstable.yaml", fmt.Sprintf(`
 apiVersion: v1
@@ -52,11 +53,11 @@ spec:
   - name: container1
     image: %[1]s
     command: %[2]s
-    resources: {limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 1, memory: 1Gi}}
+    resources: {limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 500m, memory: 1Gi}}
   - name: container2
     image: %[1]s
     command: %[2]s
-    resources: {limits: {cpu: 2, memory: 2Gi}, requests: {cpu: 1, memory: 1Gi}}
+    resources: {limits: {cpu: 2, memory: 2Gi}, requests: {cpu: 500m, memory: 1Gi}}
 `, busybox, sleep))
 	n.writeManifest("besteffort.yaml", fmt.Sprintf(`
 apiVersion: v1
@@ -85,7 +86,7 @@ spec:
 	cg := cgroupReader{t: t}
 	cg.want("cpu", kubepods, "cpu.shares", int64(runtime.NumCPU())*1024)
 	cg.want("memory", kubepods, "memory.limit_in_bytes", pageDown(alloc))
-	cg.want("cpu", kubepods+"/burstable", "cpu.shares", 2048) // container1 + container2 requests
+	cg.want("cpu", kubepods+"/burstable", "cpu.shares", 1024) // container1 + container2 requests
 	cg.want("memory", kubepods+"/burstable", "memory.limit_in_bytes", pageDown(alloc-1*gib))
 	cg.want("cpu", kubepods+"/besteffort", "cpu.shares", 2)
 	cg.want("memory", kubepods+"/besteffort", "memory.limit_in_bytes", pageDown(alloc-3*gib))
@@ -98,11 +99,11 @@ spec:
 			t.Errorf("%s: the pod-cgroup annotation is %q, want %q", pod.Name, got, path)
 		}
 	}
-	cg.want("cpu", gPath, "cpu.shares", 1024)
-	cg.want("cpu", gPath, "cpu.cfs_quota_us", 100000)
+	cg.want("cpu", gPath, "cpu.shares", 512)
+	cg.want("cpu", gPath, "cpu.cfs_quota_us", 50000)
 	cg.want("cpu", gPath, "cpu.cfs_period_us", 100000)
 	cg.want("memory", gPath, "memory.limit_in_bytes", 1*gib)
-	cg.want("cpu", bPath, "cpu.shares", 2048)
+	cg.want("cpu", bPath, "cpu.shares", 1024)
 	cg.want("cpu", bPath, "cpu.cfs_quota_us", 300000)
 	cg.want("memory", bPath, "memory.limit_in_bytes", 3*gib)
 	cg.want("cpu", bePath, "cpu.shares", 2)
@@ -115,9 +116,9 @@ spec:
 		shares, quota int64
 		memory        int64
 	}{
-		{g, gPath, "container3", 1024, 100000, 1 * gib},
-		{b, bPath, "container1", 1024, 100000, 1 * gib},
-		{b, bPath, "container2", 1024, 200000, 2 * gib},
+		{g, gPath, "container3", 512, 50000, 1 * gib},
+		{b, bPath, "container1", 512, 100000, 1 * gib},
+		{b, bPath, "container2", 512, 200000, 2 * gib},
 		{be, bePath, "container4", 2, -1, 0},
 	} {
 		dir := c.path + "/" + containerID(t, c.pod, c.name)
@@ -147,7 +148,7 @@ spec:
 	})
 	cg.want("memory", kubepods+"/burstable", "memory.limit_in_bytes", pageDown(alloc-1*gib))
 	cg.want("memory", kubepods+"/besteffort", "memory.limit_in_bytes", pageDown(alloc-3*gib))
-	cg.want("cpu", bPath, "cpu.shares", 2048)
+	cg.want("cpu", bPath, "cpu.shares", 1024)
 	cg.want("memory", gPath, "memory.limit_in_bytes", 1*gib)
 
 	// The Guaranteed pod leaves: its cgroup goes and the room it reserved

@@ -22,9 +22,10 @@ func writeConfig(t testing.TB, content string) string {
 	return path
 }
 
-// A KubeletConfiguration file is honoured (here maxPods: the second pod is
-// rejected with OutOfpods), and a field berth does not implement is named
-// in a warning at start-up.
+// A KubeletConfiguration file is honoured (here maxPods: the second pod
+// does not fit, and as both are static, hence critical, it cannot preempt
+// the first either), and a field berth does not implement is named in a
+// warning at start-up.
 func TestConfigFile(t *testing.T) {
 	cfg := writeConfig(t, `
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -41,7 +42,8 @@ registryPullQPS: 3
 	n.writeManifest("b.yaml", sleeper("b", "x"))
 	waitFor(t, 30*time.Second, "the second pod to be rejected", func() (bool, string) {
 		p := n.pod("b")
-		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "OutOfpods", describe(p)
+		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == "UnexpectedAdmissionError" &&
+			strings.Contains(p.Status.Message, "no set of running pods found to reclaim resources: [(res: pods, q: 1), ]"), describe(p)
 	})
 	if p := n.pod("b"); len(n.sandboxes(string(p.UID))) != 0 {
 		t.Error("a rejected pod must not run")

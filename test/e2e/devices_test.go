@@ -152,14 +152,16 @@ func TestDevices(t *testing.T) {
 		t.Errorf("berth devices: %v\n%s", err, cli)
 	}
 
-	// Two more widgets than are free: rejected, with the reason.
+	// Two more widgets than are free: the resource fit refuses it, and as
+	// a static pod (critical) cannot preempt the other static pod either,
+	// it is rejected with the kubelet's reason, naming the widget lacking.
 	n.writeManifest("toomany.yaml", widgetPod("toomany", 2))
 	waitFor(t, 30*time.Second, "toomany rejected", func() (bool, string) {
 		p := n.pod("toomany")
 		return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == devicemanager.ReasonUnexpectedAdmissionError, describe(p)
 	})
-	if msg := n.pod("toomany").Status.Message; !strings.Contains(msg, "Requested: 2, Available: 1") {
-		t.Errorf("rejection message %q does not say what was asked and what was free", msg)
+	if msg := n.pod("toomany").Status.Message; !strings.Contains(msg, "[(res: example.com/widget, q: 1), ]") {
+		t.Errorf("rejection message %q does not say which widget was lacking", msg)
 	}
 	n.removeManifest("toomany.yaml")
 

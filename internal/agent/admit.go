@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/admission"
+)
+
+// noteAdopted explains the admission of a pod berth found already running.
+const noteAdopted = "admitted without checks: it was running (or stopped for good) when berth started, and a pod is admitted only once"
+
+// admitter is the sync loop's record of the pods that hold the node's
+// resources, and the one place new pods are admitted: in order, one at a
+// time, each against what the pods admitted before it hold, so that a batch
+// of pods is decided as the kubelet decides it, and the same way each time.
+// Owned by the sync loop.
+type admitter struct {
+	seq      int
+	admitted map[types.UID]*admittedPod
+	// results are the decisions about the desired pods, for describe.
+	results map[types.UID]admission.Result
+	// victims are being preempted: committed to stop, they hold nothing.
+	victims map[types.UID]bool
+}
+
+type admittedPod struct {
+	info *admission.PodInfo
+	seq  int
+}
+
+func newAdmitter() *admitter {
+	return &admitter{
+		admitted: map[types.UID]*admittedPod{},
+		results:  map[types.UID]admission.Result{},
+		victims:  map[types.UID]bool{},
+	}
+}
+
+// admitEnv is what a decision reads of the rest of berth.
+type admitEnv struct {
+	node *v1.Node
+	// terminal reports a pod that has stopped for good (completed,
+	// evicted, rejected by a later check): it holds nothing.
+	terminal func(uid types.UID) bool
+	// adopted reports a pod berth found in the runtime or in its record of
+	// stopped pods when it started: it was admitted before, and is never
+	// checked again.
+	adopted func(uid types.UID) bool
+}
+
+// preemption is a decided preemption to carry out: kill the victims, then
+// start the pod.
+type preemption struct {
+	pod     *v1.Pod
+	victims []*v1.Pod
+	// signal is the first resource the pod lacked, the kubelet's metric label.
+	signal v1.ResourceName
+}
+
+// admit decides about every pod of next that is not admitted yet, marking
+// next's entries, and returns the preemptions to carry out. prev is the
+// desired set before: a pod replacing one of the same name (an edited
+// manifest) is not counted against what the one it replaces holds.
+func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
+	var fresh []*v1.Pod
+	for _, e := range next {
+		if _, ok := a.admitted[e.pod.UID]; !ok && e.runs() {
+			fresh = append(fresh, e.pod)
+		}
+	}
+	admissionOrder(fresh)
+	var out []preemption
+	for _, pod := range fresh {
+		e := next[key(pod)]
+		info := admission.NewPodInfo(pod)
+		if env.adopted(pod.UID) {
+			a.add(info)
+			a.results[pod.UID] = admission.Result{Admit: true, Note: noteAdopted}
+			continue
+		}
+		var replaced types.UID
+		if p := prev[key(pod)]; p != nil {
+			replaced = p.pod.UID
+		}
+		res := admission.Admit(info, admission.Node{Node: env.node, Active: a.active(replaced, env.terminal)})
+		a.results[pod.UID] = res
+		if !res.Admit {
+			e.rejected = &res
+			continue
+		}
+		a.add(info)
+		if res.Preemption == nil || len(res.Preemption.Victims) == 0 {
+			continue
+		}
+		job := preemption{pod: pod, signal: res.Preemption.Requirements[0].Resource}
+		for _, v := range res.Preemption.VictimPods() {
+			a.victims[v.Pod.UID] = true
+			job.victims = append(job.victims, v.Pod)
+			e.preempting = append(e.preempting, v.Pod.UID)
+		}
+		out = append(out, job)
+	}
+	return out
+}
+
+func (a *admitter) add(info *admission.PodInfo) {
+	a.seq++
+	a.admitted[info.Pod.UID] = &admittedPod{info: info, seq: a.seq}
+}
+
+// active are the admitted pods that hold resources, in the order they were
+// admitted, but for exclude.
+func (a *admitter) active(exclude types.UID, terminal func(types.UID) bool) []*admission.PodInfo {
+	var held []*admittedPod
+	for uid, p := range a.admitted {
+		if uid != exclude && !a.victims[uid] && !terminal(uid) {
+			held = append(held, p)
+		}
+	}
+	slices.SortFunc(held, func(x, y *admittedPod) int { return x.seq - y.seq })
+	out := make([]*admission.PodInfo, len(held))
+	for i, p := range held {
+		out[i] = p.info
+	}
+	return out
+}
+
+// preempted ends a preemption: its victims have stopped.
+func (a *admitter) preempted(victims []*v1.Pod) {
+	for _, v := range victims {
+		delete(a.victims, v.UID)
+	}
+}
+
+// prune forgets the pods that are gone: neither desired nor still being
+// stopped (kept reports those). A pod being stopped holds its resources
+// until it has, as the kubelet counts a terminating pod.
+func (a *admitter) prune(desired desiredSet, kept func(types.UID) bool) {
+	wanted := map[types.UID]bool{}
+	for _, e := range desired {
+		wanted[e.pod.UID] = true
+	}
+	for uid := range a.admitted {
+		if !wanted[uid] && !kept(uid) && !a.victims[uid] {
+			delete(a.admitted, uid)
+		}
+	}
+	for uid := range a.results {
+		if !wanted[uid] {
+			delete(a.results, uid)
+		}
+	}
+}
+
+// result is the admission decision about a desired pod.
+func (a *admitter) result(uid types.UID) (admission.Result, bool) {
+	r, ok := a.results[uid]
+	return r, ok
+}
