@@ -112,9 +112,10 @@ spec:
 		tags := n.imageTags()
 		return slices.Equal(tags, kept), fmt.Sprint(tags)
 	})
-	if !n.removedByGC("berth.local/gc-c:1") {
-		t.Errorf("no %s event for gc-c: %v", images.ReasonImageGarbageCollected, n.nodeEvents())
-	}
+	// The event follows the removal it reports.
+	waitFor(t, 10*time.Second, "the "+images.ReasonImageGarbageCollected+" event for gc-c", func() (bool, string) {
+		return n.removedByGC("berth.local/gc-c:1"), fmt.Sprint(n.nodeEvents())
+	})
 	out, err := n.berth("images")
 	if err != nil || !strings.Contains(out, "pinned (sandbox image)") || !strings.Contains(out, "gc-a") {
 		t.Errorf("berth images: %v\n%s", err, out)
@@ -130,9 +131,9 @@ spec:
 		!slices.Contains(tags, "berth.local/busybox:1.35") {
 		t.Errorf("an image in use or pinned was collected: %v", tags)
 	}
-	if !n.removedByGC("berth.local/gc-b:1") {
-		t.Errorf("no %s event for gc-b", images.ReasonImageGarbageCollected)
-	}
+	waitFor(t, 10*time.Second, "the "+images.ReasonImageGarbageCollected+" event for gc-b", func() (bool, string) {
+		return n.removedByGC("berth.local/gc-b:1"), fmt.Sprint(n.nodeEvents())
+	})
 }
 
 // removedByGC tells whether a node event reports image's collection.
