@@ -97,7 +97,15 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		}
 		job := preemption{pod: pod, signal: res.Preemption.Requirements[0].Resource}
 		for _, v := range res.Preemption.VictimPods() {
-			a.victims[v.Pod.UID] = true
+			if ve := next[key(v.Pod)]; ve != nil && ve.pod.UID == v.Pod.UID && len(ve.preempting) > 0 {
+				// A critical pod still waiting for its own victims never
+				// started: it is preempted by never starting.
+				ve.preempting = nil
+				ve.rejected = &admission.Result{Reason: reasonPreempting, Message: messagePreempted}
+				delete(a.admitted, v.Pod.UID)
+			} else {
+				a.victims[v.Pod.UID] = true
+			}
 			job.victims = append(job.victims, v.Pod)
 			e.preempting = append(e.preempting, v.Pod.UID)
 		}

@@ -226,3 +226,34 @@ func TestAdmissionDeviceResourcesOnlyOfConnectedPlugins(t *testing.T) {
 		t.Errorf("capacity %v, allocatable %v: want only the widget, 3 and 2", capacity, allocatable)
 	}
 }
+
+// A critical pod still waiting for its victims may itself be preempted by a
+// more important one: it then never starts, and holds nothing.
+func TestAdmitWaitingPreemptorPreempted(t *testing.T) {
+	a := newAdmitter()
+	node := testNode("2", 110)
+	prev := desiredFrom(snapshot(sized("big", "1", "2")), nil)
+	a.admit(prev, nil, env(node, nil, nil))
+
+	cluster := sized("cluster", "2", "2")
+	cluster.Spec.Priority = ptr.To(v1helper.SystemCriticalPriority)
+	mid := desiredFrom(snapshot(sized("big", "1", "2"), cluster), prev)
+	if jobs := a.admit(mid, prev, env(node, nil, nil)); len(jobs) != 1 {
+		t.Fatalf("%d preemptions, want cluster preempting big", len(jobs))
+	}
+
+	// While big is stopping, a node-critical pod needs the room cluster
+	// was promised: cluster (lower priority) is its victim.
+	next := desiredFrom(snapshot(sized("big", "1", "2"), cluster, critical(sized("node", "3", "2"))), mid)
+	jobs := a.admit(next, mid, env(node, nil, nil))
+	if len(jobs) != 1 || len(jobs[0].victims) != 1 || jobs[0].victims[0].Name != "cluster" {
+		t.Fatalf("preemptions %+v, want node preempting cluster", jobs)
+	}
+	e := next["default/cluster"]
+	if e.rejected == nil || e.rejected.Reason != reasonPreempting || len(e.preempting) != 0 {
+		t.Errorf("cluster: rejected %v, preempting %v; want preempted, never to start", e.rejected, e.preempting)
+	}
+	if _, held := a.admitted["2"]; held {
+		t.Error("the preempted waiting pod still counts as admitted")
+	}
+}

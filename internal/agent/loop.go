@@ -185,12 +185,14 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 		l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)
 		l.workers.Kill(pod.UID, pod.Name, pod.Namespace)
 	}
-	for _, job := range jobs {
-		l.startPreemption(ctx, job)
-	}
 	for _, pod := range c.start {
 		l.log.Info("pod added", "pod", key(pod), "uid", pod.UID)
 		l.workers.Update(pod)
+	}
+	// After the starts: a victim admitted in this same pass has its worker
+	// by now, and is stopped through it like any other.
+	for _, job := range jobs {
+		l.startPreemption(ctx, job)
 	}
 }
 
@@ -305,6 +307,10 @@ func (l *syncLoop) pods() []v1.Pod {
 			continue
 		}
 		switch {
+		case e.rejected != nil && e.rejected.Reason == reasonPreempting:
+			p := e.pod.DeepCopy()
+			p.Status = preemptedStatus(l.clk.Now())
+			out = append(out, *p)
 		case e.rejected != nil:
 			p := e.pod.DeepCopy()
 			p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: e.rejected.Reason, Message: "Pod was rejected: " + e.rejected.Message}
