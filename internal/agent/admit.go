@@ -102,6 +102,7 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 				// started: it is preempted by never starting.
 				ve.preempting = nil
 				ve.rejected = &admission.Result{Reason: reasonPreempting, Message: messagePreempted}
+				a.results[v.Pod.UID] = *ve.rejected
 				delete(a.admitted, v.Pod.UID)
 			} else {
 				a.victims[v.Pod.UID] = true

@@ -253,6 +253,9 @@ func TestAdmitWaitingPreemptorPreempted(t *testing.T) {
 	if e.rejected == nil || e.rejected.Reason != reasonPreempting || len(e.preempting) != 0 {
 		t.Errorf("cluster: rejected %v, preempting %v; want preempted, never to start", e.rejected, e.preempting)
 	}
+	if r, _ := a.result("2"); r.Admit || r.Reason != reasonPreempting {
+		t.Errorf("cluster's decision %+v still reads as admitted", r)
+	}
 	if _, held := a.admitted["2"]; held {
 		t.Error("the preempted waiting pod still counts as admitted")
 	}
