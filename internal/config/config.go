@@ -74,6 +74,9 @@ type Config struct {
 	RelistPeriod time.Duration
 	// LogLevel is one of debug, info, warn, error.
 	LogLevel string
+	// LogFormat is text or json (logging.format); empty picks text on a
+	// terminal and JSON otherwise.
+	LogFormat string
 	// DevicePluginDir holds the device plugins' Registration socket
 	// (kubelet.sock), their own sockets and the device checkpoint.
 	DevicePluginDir string
@@ -91,6 +94,8 @@ type Config struct {
 	Eviction Eviction
 	// ContainerGC is how dead containers are collected.
 	ContainerGC ContainerGC
+	// Serving is the secure API.
+	Serving Serving
 
 	// Kubelet is the configuration file as decoded, with the fields berth
 	// honours set to their effective values; a bare KubeletConfiguration when
@@ -120,6 +125,7 @@ const (
 	namePauseBinary              = "--" + flagPauseBinary
 	nameRelistPeriod             = "--" + flagRelistPeriod
 	nameLogLevel                 = "--" + flagLogLevel
+	nameLogFormat                = "logging.format (--" + flagLoggingFormat + ")"
 	nameDevicePluginDir          = "--" + flagDevicePluginDir
 	namePodResourcesDir          = "--" + flagPodResourcesDir
 	nameDevicePluginWait         = "--" + flagDevicePluginWait
@@ -194,10 +200,16 @@ func (c *Config) Validate() error {
 	default:
 		bad(nameLogLevel, "%q is not one of debug, info, warn, error", c.LogLevel)
 	}
+	switch c.LogFormat {
+	case "", "text", "json":
+	default:
+		bad(nameLogFormat, "%q is not one of text, json", c.LogFormat)
+	}
 	errs = append(errs, c.Resources.validate()...)
 	errs = append(errs, c.Images.validate()...)
 	errs = append(errs, c.Eviction.validate()...)
 	errs = append(errs, c.ContainerGC.validate()...)
+	errs = append(errs, c.validateServing()...)
 	return errors.Join(errs...)
 }
 

@@ -23,6 +23,7 @@ const (
 	flagPauseBinary              = "pause-binary"
 	flagRelistPeriod             = "relist-period"
 	flagLogLevel                 = "log-level"
+	flagLoggingFormat            = "logging-format"
 	flagCgroupsPerQOS            = "cgroups-per-qos"
 	flagCgroupRoot               = "cgroup-root"
 	flagPodMaxPids               = "pod-max-pids"
@@ -66,11 +67,12 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String(flagCgroupDriver, DefaultCgroupDriver, "cgroup driver; only cgroupfs is supported")
 	fs.Int32(flagMaxPods, DefaultMaxPods, "maximum number of pods on this node")
 	fs.Int32(flagReadOnlyPort, DefaultReadOnlyPort, "port of the local read-only API (/healthz, /pods, /containerLogs); 0 disables it")
-	fs.String(flagAddress, DefaultAddress, "IP address the local API listens on; it has no authentication, so the default is loopback")
+	fs.String(flagAddress, DefaultAddress, "IP address the APIs listen on; the read-only API, which has no authentication, only on a loopback one")
 	fs.String(flagPodLogsDir, DefaultPodLogsDir, "directory of container log files")
 	fs.String(flagPauseBinary, "", "sandbox (pause) program (default: "+PauseBinaryName+" next to the berth executable, else in PATH)")
 	fs.Duration(flagRelistPeriod, DefaultRelistPeriod, "how often to list the runtime to catch what its events missed")
 	fs.String(flagLogLevel, DefaultLogLevel, "log level: debug, info, warn or error")
+	fs.String(flagLoggingFormat, "", "log format: text or json (default: text on a terminal, else json)")
 	fs.Bool(flagCgroupsPerQOS, true, "put pods in the kubepods / QoS class / pod cgroup hierarchy")
 	fs.String(flagCgroupRoot, DefaultCgroupRoot, "cgroup that holds the kubepods cgroup")
 	fs.Int64(flagPodMaxPids, -1, "pids.max of every pod cgroup; -1 for no limit")
@@ -93,5 +95,6 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int32(flagMaxPerPodContainer, DefaultMaxPerPodContainer, "dead instances kept per container; negative for no limit")
 	fs.Int32(flagMaxContainers, DefaultMaxContainers, "dead containers kept on the node in all; negative for no limit")
 	fs.Duration(flagContainerGCPeriod, DefaultContainerGCPeriod, "how often the container GC runs")
+	addServingFlags(fs)
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

@@ -77,7 +77,9 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		applyFile(cfg, kf)
 		applyImagesFile(&cfg.Images, kf.config, kf.set)
 		applyEvictionFile(&cfg.Eviction, kf.config, kf.set)
-		if err := errors.Join(applyResourcesFile(&cfg.Resources, kf.config, kf.set)...); err != nil {
+		fileErrs := append(applyResourcesFile(&cfg.Resources, kf.config, kf.set),
+			applyServingFile(&cfg.Serving, kf.config, kf.set))
+		if err := errors.Join(fileErrs...); err != nil {
 			return nil, fmt.Errorf("invalid configuration (%s):\n%w", path, err)
 		}
 		kc = kf.config
@@ -108,6 +110,7 @@ func honoured(field string) bool {
 	switch field {
 	case "staticPodPath", "fileCheckFrequency", "containerRuntimeEndpoint", "cgroupDriver",
 		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR",
+		"port", "tlsCertFile", "tlsPrivateKeyFile", "authentication", "logging",
 		"cgroupsPerQOS", "cgroupRoot", "enforceNodeAllocatable", "kubeReserved", "systemReserved",
 		"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
 		"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
@@ -147,6 +150,7 @@ func applyFile(cfg *Config, kf *kubeletFile) {
 	str(kc.Address, &cfg.Address)
 	str(kc.PodLogsDir, &cfg.PodLogsDir)
 	str(kc.PodCIDR, &cfg.PodCIDR)
+	str(kc.Logging.Format, &cfg.LogFormat)
 	if kf.set["fileCheckFrequency"] {
 		cfg.FileCheckFrequency = kc.FileCheckFrequency.Duration
 	}
@@ -205,6 +209,7 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		}
 		*f.dst = m
 	}
+	errs = append(errs, applyServingFlags(&cfg.Serving, fs)...)
 	// --log-level wins over its alias --v when both are given.
 	var v string
 	errs = append(errs, override(fs, flagV, fs.GetString, &v))
@@ -212,6 +217,7 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		cfg.LogLevel = levelFromVerbosity(v)
 	}
 	errs = append(errs, override(fs, flagLogLevel, fs.GetString, &cfg.LogLevel))
+	errs = append(errs, override(fs, flagLoggingFormat, fs.GetString, &cfg.LogFormat))
 	return errs
 }
 
@@ -312,6 +318,11 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.Address = cfg.Address
 	kc.PodLogsDir = cfg.PodLogsDir
 	kc.PodCIDR = cfg.PodCIDR
+	kc.Logging.Format = cfg.LogFormat
+	kc.Port = cfg.Serving.Port
+	kc.TLSCertFile = cfg.Serving.TLSCertFile
+	kc.TLSPrivateKeyFile = cfg.Serving.TLSPrivateKeyFile
+	kc.Authentication.X509.ClientCAFile = cfg.Serving.ClientCAFile
 	r := cfg.Resources
 	kc.CgroupsPerQOS = &r.CgroupsPerQOS
 	kc.CgroupRoot = r.CgroupRoot

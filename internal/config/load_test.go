@@ -107,7 +107,7 @@ containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 cgroupDriver: cgroupfs
 maxPods: 50
 readOnlyPort: 0
-address: 0.0.0.0
+address: 127.0.0.2
 podLogsDir: /srv/pods
 podCIDR: 10.1.0.0/24
 `
@@ -121,7 +121,7 @@ podCIDR: 10.1.0.0/24
 			check: func(t *testing.T, c *Config) {
 				if c.StaticPodPath != "/etc/kubernetes/manifests" || c.FileCheckFrequency != 5*time.Second ||
 					c.ContainerRuntimeEndpoint != "unix:///run/containerd/containerd.sock" || c.MaxPods != 50 ||
-					c.ReadOnlyPort != 0 || c.Address != "0.0.0.0" || c.PodLogsDir != "/srv/pods" || c.PodCIDR != "10.1.0.0/24" {
+					c.ReadOnlyPort != 0 || c.Address != "127.0.0.2" || c.PodLogsDir != "/srv/pods" || c.PodCIDR != "10.1.0.0/24" {
 					t.Errorf("file values not applied: %+v", c)
 				}
 				if len(c.Unimplemented) != 0 {
@@ -139,7 +139,7 @@ podCIDR: 10.1.0.0/24
 					c.LogLevel != "debug" {
 					t.Errorf("flags not applied: %+v", c)
 				}
-				if c.Address != "0.0.0.0" {
+				if c.Address != "127.0.0.2" {
 					t.Errorf("Address = %q: a flag left unset must not override the file", c.Address)
 				}
 				if c.Kubelet.MaxPods != 60 || c.Kubelet.StaticPodPath != "/m" {
@@ -272,7 +272,7 @@ tracing: null
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"authentication", "syncFrequency"}
+	want := []string{"syncFrequency"}
 	if !reflect.DeepEqual(cfg.Unimplemented, want) {
 		t.Errorf("Unimplemented = %v, want %v", cfg.Unimplemented, want)
 	}
