@@ -25,6 +25,9 @@ const (
 	// MaxEventsPerPod bounds the memory one pod's history takes; the
 	// events seen least recently go first.
 	MaxEventsPerPod = 100
+	// MaxEvents bounds them all: past it, the event seen least recently on
+	// the node goes, whichever pod it is about.
+	MaxEvents = 1000
 )
 
 // Recorder keeps the events of every pod. It is safe for concurrent use.
@@ -36,6 +39,8 @@ type Recorder struct {
 	// objects holds each object's events (a pod's by name), least recently
 	// seen first.
 	objects map[object][]v1.Event
+	// total is the number of events in objects.
+	total int
 	// serial makes event names unique; it starts at the creation time in
 	// nanoseconds, as the API client's names do, so names read alike.
 	serial uint64
@@ -130,9 +135,46 @@ func (r *Recorder) record(key object, ref v1.ObjectReference, eventType, reason,
 		ReportingInstance:   r.source.Host,
 	}
 	if len(list) >= MaxEventsPerPod {
-		list = slices.Delete(list, 0, len(list)-MaxEventsPerPod+1)
+		drop := len(list) - MaxEventsPerPod + 1
+		list = slices.Delete(list, 0, drop)
+		r.total -= drop
 	}
 	r.objects[key] = append(list, e)
+	r.total++
+	for r.total > MaxEvents {
+		r.dropLeastRecent()
+	}
+}
+
+// dropLeastRecent removes the event seen least recently on the node: the
+// oldest of the objects' first (least recent) events.
+func (r *Recorder) dropLeastRecent() {
+	var oldest object
+	found := false
+	for key, list := range r.objects {
+		if !found || seenBefore(&list[0], &r.objects[oldest][0]) {
+			oldest, found = key, true
+		}
+	}
+	if !found {
+		return
+	}
+	if list := r.objects[oldest]; len(list) > 1 {
+		r.objects[oldest] = slices.Delete(list, 0, 1)
+	} else {
+		delete(r.objects, oldest)
+	}
+	r.total--
+}
+
+// seenBefore orders events by when they were last seen, then by when they
+// were first recorded, then by name, so that the order is total.
+func seenBefore(a, b *v1.Event) bool {
+	if !a.LastTimestamp.Equal(&b.LastTimestamp) {
+		return a.LastTimestamp.Before(&b.LastTimestamp)
+	}
+	return a.CreationTimestamp.Before(&b.CreationTimestamp) ||
+		(a.CreationTimestamp.Equal(&b.CreationTimestamp) && a.Name < b.Name)
 }
 
 // repeats reports whether e is an earlier occurrence of the event being
@@ -170,9 +212,34 @@ func (r *Recorder) copies(key object) []v1.Event {
 	return out
 }
 
+// All returns copies of every event kept, about pods and the node, least
+// recently seen first.
+func (r *Recorder) All() []v1.Event {
+	r.mu.Lock()
+	out := make([]v1.Event, 0, r.total)
+	for _, list := range r.objects {
+		for i := range list {
+			out = append(out, *list[i].DeepCopy())
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b v1.Event) int {
+		switch {
+		case seenBefore(&a, &b):
+			return -1
+		case seenBefore(&b, &a):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
 // Forget drops the events of a pod name that is gone for good.
 func (r *Recorder) Forget(namespace, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.objects, podKey(namespace, name))
+	key := podKey(namespace, name)
+	r.total -= len(r.objects[key])
+	delete(r.objects, key)
 }

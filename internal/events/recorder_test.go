@@ -324,3 +324,63 @@ func TestNodeEvents(t *testing.T) {
 		t.Errorf("pod events = %+v", pods)
 	}
 }
+
+func TestNodeWideCap(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	r := NewRecorder(clk, "berth", "node1")
+	// Pods take turns, so each keeps well under its own cap while the node
+	// goes past MaxEvents.
+	pods := 20
+	for i := range MaxEvents + 50 {
+		clk.Step(time.Second)
+		p := pod("default", fmt.Sprintf("p%d", i%pods), fmt.Sprintf("u%d", i%pods))
+		r.Eventf(p, v1.EventTypeNormal, StartedContainer, "event %d", i)
+		if i == MaxEvents {
+			r.Eventf(pod("default", "p0", "u0"), v1.EventTypeNormal, StartedContainer, "event 0")
+		}
+	}
+	all := r.All()
+	if len(all) != MaxEvents {
+		t.Fatalf("kept %d events, want %d", len(all), MaxEvents)
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i].LastTimestamp.Before(&all[i-1].LastTimestamp) {
+			t.Fatalf("All is not least recently seen first at %d: %s after %s", i, all[i].LastTimestamp, all[i-1].LastTimestamp)
+		}
+	}
+	// 1,051 recorded (the repeat of event 0 is past the aggregation window,
+	// so a new event), 1,000 kept: the first event 0 and events 1-50 went.
+	messages := map[string]bool{}
+	for _, e := range all {
+		messages[e.Message] = true
+	}
+	for _, m := range []string{"event 0", "event 51", fmt.Sprintf("event %d", MaxEvents+49)} {
+		if !messages[m] {
+			t.Errorf("%q was dropped", m)
+		}
+	}
+	for _, m := range []string{"event 1", "event 50"} {
+		if messages[m] {
+			t.Errorf("%q was kept", m)
+		}
+	}
+	if all[len(all)-1].Message != fmt.Sprintf("event %d", MaxEvents+49) {
+		t.Errorf("the last event is %q", all[len(all)-1].Message)
+	}
+	r.Forget("default", "p1")
+	clk.Step(time.Second)
+	r.Eventf(pod("default", "p2", "u2"), v1.EventTypeNormal, StartedContainer, "after forget")
+	if got, want := len(r.All()), MaxEvents-len(filter(all, "p1"))+1; got != want {
+		t.Errorf("after Forget and one more event: %d kept, want %d", got, want)
+	}
+}
+
+func filter(events []v1.Event, name string) []v1.Event {
+	var out []v1.Event
+	for _, e := range events {
+		if e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
