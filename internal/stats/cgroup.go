@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupFS says where each controller's files are: one tree on cgroup v2,
@@ -129,23 +131,18 @@ func v2RootMemory(meminfo, stat map[string]uint64) memoryReading {
 	return v2Memory(usage, stat, nil)
 }
 
-// processCount is the number of tasks in the cgroup: pids.current, the
-// figure the pod's pids limit and the node's PID pressure both count.
-// Without a pids controller, it counts the processes in cgroup.procs of
-// the cgroup and its descendants instead.
+// processCount is the number of processes in the cgroup and its
+// descendants, the kubelet's ProcessStats.ProcessCount, by which
+// PID-pressure eviction ranks pods. It is not pids.current, which counts
+// tasks: every thread of every process. cadvisor counts the lines of the
+// cgroup's own cgroup.procs, but a pod cgroup's own lists nothing: its
+// processes live in its containers' child cgroups, so the whole subtree
+// is read. On v1 the pod cgroup is in every hierarchy; the cpu one is
+// cadvisor's.
 func (c cgroupFS) processCount(p string) (uint64, error) {
-	if dir, err := c.dir("pids", p); err == nil {
-		n, err := readUint(filepath.Join(dir, "pids.current"))
-		if err == nil {
-			return n, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return 0, err
-		}
-	}
 	var dir string
 	var err error
-	for _, ctl := range []string{"memory", "cpu", "pids"} {
+	for _, ctl := range []string{"cpu", "pids", "memory"} {
 		if dir, err = c.dir(ctl, p); err == nil {
 			break
 		}
@@ -156,7 +153,7 @@ func (c cgroupFS) processCount(p string) (uint64, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return 0, fmt.Errorf("process count of cgroup %s: %w", p, err)
 	}
-	var n uint64
+	var lists [][]byte
 	walkErr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			// A child cgroup removed while being walked holds no processes.
@@ -169,19 +166,35 @@ func (c cgroupFS) processCount(p string) (uint64, error) {
 			return nil
 		}
 		data, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		if errors.Is(err, fs.ErrNotExist) {
+		// A v2 threaded cgroup refuses to list processes: its threaded
+		// domain, an ancestor, lists them.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		n += uint64(len(bytes.Fields(data)))
+		lists = append(lists, data)
 		return nil
 	})
 	if walkErr != nil {
 		return 0, fmt.Errorf("process count of cgroup %s: %w", p, walkErr)
 	}
-	return n, nil
+	return countProcesses(lists), nil
+}
+
+// countProcesses is the number of distinct PIDs in a set of cgroup.procs
+// files. A process can be listed twice: on v1 its threads may sit in
+// different cgroups, each listing it, and a v2 threaded domain lists the
+// processes of its threaded children.
+func countProcesses(lists [][]byte) uint64 {
+	pids := map[string]bool{}
+	for _, data := range lists {
+		for _, pid := range bytes.Fields(data) {
+			pids[string(pid)] = true
+		}
+	}
+	return uint64(len(pids))
 }
 
 func readFlatKeyed(file string) (map[string]uint64, error) {

@@ -11,8 +11,20 @@ import (
 
 const podCg = "/kubepods/burstable/podu1"
 
+// Each fake pod cgroup holds three processes in two child cgroups, and
+// nine tasks (threads) in its pids.current, which must not be counted.
+const fakePodProcesses = 3
+
+func writeProcs(t *testing.T, pod string) {
+	t.Helper()
+	writeFile(t, filepath.Join(pod, "cgroup.procs"), "")
+	writeFile(t, filepath.Join(pod, "sandbox", "cgroup.procs"), "100\n")
+	writeFile(t, filepath.Join(pod, "ctr", "cgroup.procs"), "200\n201\n")
+}
+
 // fakeV1 builds a cgroup v1 mount: memory and pids hierarchies, cpu and
-// cpuacct co-mounted with the usual alias symlinks left out.
+// cpuacct co-mounted with the usual alias symlinks left out. The root has
+// used 50 s of CPU, the pod 2 s.
 func fakeV1(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
@@ -24,22 +36,29 @@ func fakeV1(t *testing.T) string {
 	writeFile(t, filepath.Join(pod, "memory.usage_in_bytes"), "300000\n")
 	writeFile(t, filepath.Join(pod, "memory.limit_in_bytes"), "1048576\n")
 	writeFile(t, filepath.Join(pod, "memory.stat"), "total_inactive_file 100000\ntotal_rss 150000\ntotal_pgfault 12\ntotal_pgmajfault 1\n")
-	writeFile(t, filepath.Join(root, "pids", podCg, "pids.current"), "7\n")
-	mkdir(t, filepath.Join(root, "cpu,cpuacct", podCg))
+	writeFile(t, filepath.Join(root, "pids", podCg, "pids.current"), "9\n")
+	cpu := filepath.Join(root, "cpu,cpuacct")
+	writeFile(t, filepath.Join(cpu, "cpuacct.usage"), "50000000000\n")
+	writeFile(t, filepath.Join(cpu, podCg, "cpuacct.usage"), "2000000000\n")
+	writeProcs(t, filepath.Join(cpu, podCg))
 	return root
 }
 
-// fakeV2 builds a unified cgroup v2 mount.
+// fakeV2 builds a unified cgroup v2 mount, with the same CPU usage as
+// fakeV1's.
 func fakeV2(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "cgroup.controllers"), "cpu memory pids\n")
 	writeFile(t, filepath.Join(root, "memory.stat"), "anon 1000000\nfile 3000000\ninactive_file 2000000\npgfault 40\npgmajfault 4\n")
+	writeFile(t, filepath.Join(root, "cpu.stat"), "usage_usec 50000000\nuser_usec 30000000\nsystem_usec 20000000\nnice_usec 0\n")
 	pod := filepath.Join(root, podCg)
 	writeFile(t, filepath.Join(pod, "memory.current"), "300000\n")
 	writeFile(t, filepath.Join(pod, "memory.max"), "max\n")
 	writeFile(t, filepath.Join(pod, "memory.stat"), "anon 150000\ninactive_file 100000\npgfault 12\npgmajfault 1\n")
-	writeFile(t, filepath.Join(pod, "pids.current"), "5\n")
+	writeFile(t, filepath.Join(pod, "pids.current"), "9\n")
+	writeFile(t, filepath.Join(pod, "cpu.stat"), "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\n")
+	writeProcs(t, pod)
 	return root
 }
 
@@ -105,33 +124,57 @@ func TestCgroupPathMustBeClean(t *testing.T) {
 }
 
 func TestProcessCount(t *testing.T) {
-	t.Run("v1 pids.current", func(t *testing.T) {
-		cg, _ := detectCgroupFS(fakeV1(t))
-		if n, err := cg.processCount(podCg); err != nil || n != 7 {
-			t.Errorf("processCount = %d, %v; want 7", n, err)
-		}
-	})
-	t.Run("v2 pids.current", func(t *testing.T) {
-		cg, _ := detectCgroupFS(fakeV2(t))
-		if n, err := cg.processCount(podCg); err != nil || n != 5 {
-			t.Errorf("processCount = %d, %v; want 5", n, err)
-		}
-	})
-	t.Run("no pids controller: cgroup.procs of the subtree", func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tree func(*testing.T) string
+	}{
+		{"v1", fakeV1},
+		{"v2", fakeV2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg, err := detectCgroupFS(tc.tree(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := cg.processCount(podCg); err != nil || n != fakePodProcesses {
+				t.Errorf("processCount = %d, %v; want the %d processes of cgroup.procs, not pids.current's threads", n, err, fakePodProcesses)
+			}
+			if _, err := cg.processCount("/kubepods/podgone"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("processCount of a missing cgroup: %v, want not-exist", err)
+			}
+		})
+	}
+	t.Run("v1 without a cpu hierarchy: another one", func(t *testing.T) {
 		root := t.TempDir()
-		pod := filepath.Join(root, "memory", podCg)
-		writeFile(t, filepath.Join(pod, "cgroup.procs"), "")
-		writeFile(t, filepath.Join(pod, "sandbox", "cgroup.procs"), "100\n")
-		writeFile(t, filepath.Join(pod, "ctr", "cgroup.procs"), "200\n201\n202\n")
+		writeProcs(t, filepath.Join(root, "memory", podCg))
 		cg, _ := detectCgroupFS(root)
-		if n, err := cg.processCount(podCg); err != nil || n != 4 {
-			t.Errorf("processCount = %d, %v; want 4", n, err)
+		if n, err := cg.processCount(podCg); err != nil || n != fakePodProcesses {
+			t.Errorf("processCount = %d, %v; want %d", n, err, fakePodProcesses)
 		}
 	})
-	t.Run("missing cgroup", func(t *testing.T) {
-		cg, _ := detectCgroupFS(fakeV2(t))
-		if _, err := cg.processCount("/kubepods/podgone"); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("processCount of a missing cgroup: %v, want not-exist", err)
-		}
-	})
+}
+
+func TestCountProcesses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lists []string
+		want  uint64
+	}{
+		{"none", nil, 0},
+		{"empty cgroups", []string{"", "\n"}, 0},
+		{"one per line", []string{"1\n2\n3\n"}, 3},
+		{"no final newline", []string{"1\n2"}, 2},
+		{"across cgroups", []string{"1\n", "2\n3\n"}, 3},
+		{"a process listed by two cgroups", []string{"1\n2\n", "2\n"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lists [][]byte
+			for _, l := range tc.lists {
+				lists = append(lists, []byte(l))
+			}
+			if got := countProcesses(lists); got != tc.want {
+				t.Errorf("countProcesses(%q) = %d, want %d", tc.lists, got, tc.want)
+			}
+		})
+	}
 }

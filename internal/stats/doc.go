@@ -7,12 +7,17 @@
 //
 //	node memory        root cgroup (v1: usage_in_bytes, total_inactive_file;
 //	                   v2: MemTotal − MemFree, inactive_file) against MemTotal
+//	node cpu           root cgroup (v1: cpuacct.usage; v2: cpu.stat usage_usec),
+//	                   else /proc/stat's cpu line
+//	cpu rate           UsageNanoCores of the node, the pods cgroup and each pod
+//	                   cgroup: the counter's rise since the previous Get
 //	node fs            statfs of berth's root dir (the nodefs)
 //	image fs           the runtime's ImageFsInfo, sized by statfs of its mount point
 //	rlimit             min(pid_max, threads-max); tasks from /proc/loadavg
-//	pod memory         the pod's cgroup, or the sum of its containers'
-//	pod processes      the pod cgroup's pids.current
+//	pod memory, cpu    the pod's cgroup, or the sum of its containers'
+//	pod processes      distinct PIDs in cgroup.procs of the pod cgroup's subtree
 //	container memory   CRI ListContainerStats (working set, usage, RSS)
+//	container cpu      CRI ListContainerStats (usage; the runtime's rate)
 //	container rootfs   CRI writable layer usage
 //	container logs     du of <podLogsDir>/<ns>_<name>_<uid>/<container>/
 //	volumes            du of each emptyDir (disk or tmpfs)

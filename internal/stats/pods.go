@@ -35,6 +35,11 @@ type runtimeView struct {
 
 func (p *Provider) podStats(ctx context.Context, now metav1.Time, cg *cgroupFS, nodefs fsInfo, sizes *fsCache) []statsapi.PodStats {
 	pods := p.opts.Pods()
+	listed := make(map[string]bool, len(pods))
+	for _, pod := range pods {
+		listed[string(pod.UID)] = true
+	}
+	p.cpu.retainPods(listed)
 	out := make([]statsapi.PodStats, 0, len(pods))
 	if len(pods) == 0 {
 		return out
@@ -139,11 +144,19 @@ func (p *Provider) onePod(ctx context.Context, now metav1.Time, pod *v1.Pod, rv 
 		} else {
 			ps.Memory = m.toStats(now)
 		}
+		if usage, err := cg.cpuUsage(cgPath); err != nil {
+			p.warn("pod cpu unknown", err, "pod", podKey(pod))
+		} else {
+			ps.CPU = p.cpuStats(podCounter(uid), usage, now)
+		}
 		if n, err := cg.processCount(cgPath); err != nil {
 			p.warn("pod process count unknown", err, "pod", podKey(pod))
 		} else {
 			ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(n)}
 		}
+	}
+	if ps.CPU == nil {
+		ps.CPU = sumCPU(ps.Containers, now)
 	}
 	if ps.Memory == nil {
 		ps.Memory = sumMemory(ps.Containers, now)
@@ -328,21 +341,6 @@ func memoryFromCRI(m *runtimeapi.MemoryUsage, limited bool, now metav1.Time) *st
 	}
 	if limited {
 		s.AvailableBytes = uint64Value(m.GetAvailableBytes())
-	}
-	return s
-}
-
-func cpuFromCRI(c *runtimeapi.CpuUsage, now metav1.Time) *statsapi.CPUStats {
-	if c == nil {
-		return nil
-	}
-	s := &statsapi.CPUStats{
-		Time:                 now,
-		UsageCoreNanoSeconds: uint64Value(c.GetUsageCoreNanoSeconds()),
-		UsageNanoCores:       uint64Value(c.GetUsageNanoCores()),
-	}
-	if c.GetTimestamp() != 0 {
-		s.Time = nanoTime(c.GetTimestamp())
 	}
 	return s
 }

@@ -14,7 +14,7 @@ func fakeProc(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "meminfo"), "MemTotal:        8000000 kB\nMemFree:         2000000 kB\nMemAvailable:    5000000 kB\n")
-	writeFile(t, filepath.Join(root, "stat"), "cpu  1 2 3 4\nctxt 99\nbtime 1700000000\nprocesses 42\n")
+	writeFile(t, filepath.Join(root, "stat"), "cpu  100 20 300 4000 50 6 7 8 9 10\ncpu0 50 10 150 2000 25 3 3 4 4 5\nctxt 99\nbtime 1700000000\nprocesses 42\n")
 	writeFile(t, filepath.Join(root, "sys", "kernel", "pid_max"), "4194304\n")
 	writeFile(t, filepath.Join(root, "sys", "kernel", "threads-max"), "63000\n")
 	writeFile(t, filepath.Join(root, "loadavg"), "0.50 0.40 0.30 2/345 6789\n")

@@ -54,12 +54,15 @@ type Options struct {
 	CgroupFS string
 }
 
-// Provider computes the kubelet's Summary for berth's node and pods. It
-// holds no state between calls: each Get reads the node afresh, so it is
-// safe for concurrent use.
+// Provider computes the kubelet's Summary for berth's node and pods. Each
+// Get reads the node afresh; the one thing it keeps between calls is the
+// last reading of each CPU counter (the node's, the pods cgroup's, each
+// listed pod's), since a CPU rate needs two. It is safe for concurrent
+// use; every Get, whoever calls it, starts a new rate interval.
 type Provider struct {
 	opts Options
 	log  *slog.Logger
+	cpu  cpuHistory
 	// sysinfoProcs is sysinfo(2)'s task count, the fallback when loadavg
 	// cannot be read.
 	sysinfoProcs func() (int64, error)
@@ -118,13 +121,14 @@ func (p *Provider) Get(ctx context.Context) (*statsapi.Summary, error) {
 	} else {
 		node.StartTime = metav1.NewTime(boot)
 	}
+	if usage, err := rootCPUUsage(cg, p.opts.ProcFS); err != nil {
+		p.warn("node cpu unknown", err)
+	} else {
+		node.CPU = p.cpuStats(cpuCounter{scope: scopeNode}, usage, now)
+	}
 	if p.opts.PodsCgroup != "" && cgErr == nil {
-		if m, err := cg.memory(p.opts.PodsCgroup); err != nil {
-			p.warn("pods cgroup memory unknown", err, "cgroup", p.opts.PodsCgroup)
-		} else {
-			node.SystemContainers = []statsapi.ContainerStats{{
-				Name: statsapi.SystemContainerPods, StartTime: node.StartTime, Memory: m.toStats(now),
-			}}
+		if pods := p.podsContainer(cg, now, node.StartTime); pods.Memory != nil || pods.CPU != nil {
+			node.SystemContainers = []statsapi.ContainerStats{pods}
 		}
 	}
 	var c *cgroupFS
@@ -132,6 +136,23 @@ func (p *Provider) Get(ctx context.Context) (*statsapi.Summary, error) {
 		c = &cg
 	}
 	return &statsapi.Summary{Node: node, Pods: p.podStats(ctx, now, c, nodefs, sizes)}, nil
+}
+
+// podsContainer is the "pods" system container: the cgroup that holds
+// every pod, whose memory the allocatable eviction signal reads.
+func (p *Provider) podsContainer(cg cgroupFS, now, start metav1.Time) statsapi.ContainerStats {
+	c := statsapi.ContainerStats{Name: statsapi.SystemContainerPods, StartTime: start}
+	if m, err := cg.memory(p.opts.PodsCgroup); err != nil {
+		p.warn("pods cgroup memory unknown", err, "cgroup", p.opts.PodsCgroup)
+	} else {
+		c.Memory = m.toStats(now)
+	}
+	if usage, err := cg.cpuUsage(p.opts.PodsCgroup); err != nil {
+		p.warn("pods cgroup cpu unknown", err, "cgroup", p.opts.PodsCgroup)
+	} else {
+		c.CPU = p.cpuStats(cpuCounter{scope: scopePodsCgroup}, usage, now)
+	}
+	return c
 }
 
 // HasDedicatedImageFs reports whether the runtime keeps its images on a

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,13 +66,17 @@ const kubepodsCg = "/kubepods"
 type fixture struct {
 	proc, cgroups, root, logs, images string
 	rt                                *fakeRuntime
+	v2                                bool
+	clock                             *clocktesting.FakePassiveClock
+	pods                              []*v1.Pod
 	web, idle                         *v1.Pod
 	log                               bytes.Buffer
 }
 
 func newFixture(t *testing.T, v2 bool) *fixture {
 	t.Helper()
-	f := &fixture{proc: fakeProc(t), root: t.TempDir(), logs: t.TempDir(), images: t.TempDir()}
+	f := &fixture{proc: fakeProc(t), root: t.TempDir(), logs: t.TempDir(), images: t.TempDir(),
+		v2: v2, clock: clocktesting.NewFakePassiveClock(testNow)}
 	if v2 {
 		f.cgroups = fakeV2(t)
 		writeFile(t, filepath.Join(f.cgroups, podCg, "c-side", "memory.current"), "2500\n")
@@ -79,6 +85,7 @@ func newFixture(t *testing.T, v2 bool) *fixture {
 		writeFile(t, filepath.Join(f.cgroups, kubepodsCg, "memory.current"), "500000\n")
 		writeFile(t, filepath.Join(f.cgroups, kubepodsCg, "memory.max"), "4000000000\n")
 		writeFile(t, filepath.Join(f.cgroups, kubepodsCg, "memory.stat"), "inactive_file 100000\n")
+		writeFile(t, filepath.Join(f.cgroups, kubepodsCg, "cpu.stat"), "usage_usec 30000000\n")
 	} else {
 		f.cgroups = fakeV1(t)
 		mem := filepath.Join(f.cgroups, "memory")
@@ -88,6 +95,7 @@ func newFixture(t *testing.T, v2 bool) *fixture {
 		writeFile(t, filepath.Join(mem, kubepodsCg, "memory.usage_in_bytes"), "500000\n")
 		writeFile(t, filepath.Join(mem, kubepodsCg, "memory.limit_in_bytes"), "4000000000\n")
 		writeFile(t, filepath.Join(mem, kubepodsCg, "memory.stat"), "total_inactive_file 100000\n")
+		writeFile(t, filepath.Join(f.cgroups, "cpu,cpuacct", kubepodsCg, "cpuacct.usage"), "30000000000\n")
 	}
 
 	f.web = &v1.Pod{
@@ -105,6 +113,7 @@ func newFixture(t *testing.T, v2 bool) *fixture {
 		},
 	}
 	f.idle = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "idle", Namespace: "default", UID: "u2"}}
+	f.pods = []*v1.Pod{f.web, f.idle}
 
 	writeSized(t, f.emptyDir("data", "blob"), 20000)
 	mountTmpfs(t, filepath.Dir(f.emptyDir("cache", "x")))
@@ -159,6 +168,19 @@ func newFixture(t *testing.T, v2 bool) *fixture {
 	return f
 }
 
+// setCPU sets the CPU used, in nanoseconds, by the node, the pods cgroup
+// and the web pod's cgroup.
+func (f *fixture) setCPU(t *testing.T, node, pods, web uint64) {
+	t.Helper()
+	for cg, ns := range map[string]uint64{"/": node, kubepodsCg: pods, podCg: web} {
+		if f.v2 {
+			writeFile(t, filepath.Join(f.cgroups, cg, "cpu.stat"), fmt.Sprintf("usage_usec %d\nuser_usec 0\n", ns/1000))
+		} else {
+			writeFile(t, filepath.Join(f.cgroups, "cpu,cpuacct", cg, "cpuacct.usage"), fmt.Sprintf("%d\n", ns))
+		}
+	}
+}
+
 func (f *fixture) emptyDir(vol, file string) string {
 	return filepath.Join(f.root, "pods", "u1", "volumes", "kubernetes.io~empty-dir", vol, file)
 }
@@ -171,7 +193,7 @@ func (f *fixture) provider() *Provider {
 		NodeName:   "node-1",
 		RootDir:    f.root,
 		PodLogsDir: f.logs,
-		Pods:       func() []*v1.Pod { return []*v1.Pod{f.web, f.idle} },
+		Pods:       func() []*v1.Pod { return f.pods },
 		PodCgroup: func(pod *v1.Pod) string {
 			if pod.UID == "u1" {
 				return podCg
@@ -179,7 +201,7 @@ func (f *fixture) provider() *Provider {
 			return ""
 		},
 		PodsCgroup: kubepodsCg,
-		Clock:      clocktesting.NewFakePassiveClock(testNow),
+		Clock:      f.clock,
 		Log:        slog.New(slog.NewTextHandler(&f.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		ProcFS:     f.proc,
 		CgroupFS:   f.cgroups,
@@ -264,6 +286,20 @@ func TestGetNode(t *testing.T) {
 			pods := n.SystemContainers[0].Memory
 			eq(t, "pods working set", pods.WorkingSetBytes, u64(tc.podsWS))
 			eq(t, "pods available", pods.AvailableBytes, u64(tc.podsAvailable))
+
+			// CPU: the root cgroup's and kubepods' counters; no rate from
+			// a first reading.
+			if n.CPU == nil || !n.CPU.Time.Time.Equal(testNow) {
+				t.Fatalf("node cpu %+v, want a reading at %v", n.CPU, testNow)
+			}
+			eq(t, "node cpu usage", n.CPU.UsageCoreNanoSeconds, u64(50*uint64(time.Second)))
+			eq(t, "node cpu rate", n.CPU.UsageNanoCores, nil)
+			podsCPU := n.SystemContainers[0].CPU
+			if podsCPU == nil {
+				t.Fatal("no pods cgroup cpu")
+			}
+			eq(t, "pods cgroup cpu usage", podsCPU.UsageCoreNanoSeconds, u64(30*uint64(time.Second)))
+			eq(t, "pods cgroup cpu rate", podsCPU.UsageNanoCores, nil)
 		})
 	}
 }
@@ -312,16 +348,17 @@ func TestGetPods(t *testing.T) {
 			eq(t, "app log inodes", app.Logs.InodesUsed, u64(appLogs.Inodes))
 			eq(t, "sidecar logs", side.Logs.UsedBytes, u64(sideLogs.Bytes))
 
-			// The pod's memory and processes come from its cgroup.
+			// The pod's memory, cpu and processes come from its cgroup.
 			eq(t, "pod working set", web.Memory.WorkingSetBytes, u64(200000))
-			wantProcs := uint64(7)
-			if v2 {
-				wantProcs = 5
+			if web.CPU == nil {
+				t.Fatal("no pod cpu")
 			}
+			eq(t, "pod cpu usage", web.CPU.UsageCoreNanoSeconds, u64(2*uint64(time.Second)))
+			eq(t, "pod cpu rate (first reading)", web.CPU.UsageNanoCores, nil)
 			if web.ProcessStats == nil {
 				t.Fatal("no process stats")
 			}
-			eq(t, "pod processes", web.ProcessStats.ProcessCount, u64(wantProcs))
+			eq(t, "pod processes", web.ProcessStats.ProcessCount, u64(fakePodProcesses))
 
 			// Volumes: both emptyDirs, each measured on its own filesystem.
 			vols := map[string]statsapi.VolumeStats{}
@@ -348,7 +385,7 @@ func TestGetPods(t *testing.T) {
 			eq(t, "ephemeral capacity (nodefs)", web.EphemeralStorage.CapacityBytes, u64(statfsOf(t, f.root).Capacity))
 
 			// A pod with nothing yet is reported, with nothing measured.
-			if idle.PodRef.UID != "u2" || len(idle.Containers) != 0 || idle.Memory != nil || idle.VolumeStats != nil || idle.ProcessStats != nil {
+			if idle.PodRef.UID != "u2" || len(idle.Containers) != 0 || idle.Memory != nil || idle.CPU != nil || idle.VolumeStats != nil || idle.ProcessStats != nil {
 				t.Errorf("idle pod %+v", idle)
 			}
 			if idle.EphemeralStorage == nil || idle.EphemeralStorage.UsedBytes != nil {
@@ -356,6 +393,83 @@ func TestGetPods(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGetCPURates follows the node's, the pods cgroup's and a pod's CPU
+// counters across Gets, the fake clock standing for the time between.
+func TestGetCPURates(t *testing.T) {
+	sec := uint64(time.Second)
+	type rates struct{ node, pods, web *uint64 }
+	for _, v2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cgroup v2 %v", v2), func(t *testing.T) {
+			f := newFixture(t, v2)
+			p := f.provider()
+			get := func(step string, want rates) {
+				t.Helper()
+				s, err := p.Get(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !s.Node.CPU.Time.Time.Equal(f.clock.Now()) {
+					t.Errorf("%s: node cpu time %v, want the clock's %v", step, s.Node.CPU.Time, f.clock.Now())
+				}
+				eq(t, step+": node rate", s.Node.CPU.UsageNanoCores, want.node)
+				eq(t, step+": pods cgroup rate", s.Node.SystemContainers[0].CPU.UsageNanoCores, want.pods)
+				for _, ps := range s.Pods {
+					if ps.PodRef.UID == "u1" {
+						eq(t, step+": web rate", ps.CPU.UsageNanoCores, want.web)
+					}
+				}
+			}
+			f.setCPU(t, 10*sec, 5*sec, 1*sec)
+			get("first Get", rates{})
+
+			// 10 s later: the node used 15 s (1.5 cores), the pods 4 s,
+			// the web pod 2 s of it.
+			f.clock.SetTime(testNow.Add(10 * time.Second))
+			f.setCPU(t, 25*sec, 9*sec, 3*sec)
+			get("10 s later", rates{u64(1500 * uint64(time.Millisecond)), u64(400 * uint64(time.Millisecond)), u64(200 * uint64(time.Millisecond))})
+
+			// A Get at the same instant has no interval to measure.
+			get("same instant", rates{})
+
+			// The web pod's cgroup was made again: its counter restarts.
+			f.clock.SetTime(testNow.Add(20 * time.Second))
+			f.setCPU(t, 35*sec, 10*sec, sec/2)
+			get("pod cgroup made again", rates{node: u64(sec), pods: u64(sec / 10)})
+			f.clock.SetTime(testNow.Add(30 * time.Second))
+			f.setCPU(t, 45*sec, 11*sec, sec)
+			get("the interval after", rates{u64(sec), u64(sec / 10), u64(sec / 20)})
+
+			// A pod no longer listed is forgotten: listed again, it starts over.
+			f.pods = []*v1.Pod{f.idle}
+			f.clock.SetTime(testNow.Add(40 * time.Second))
+			get("web gone", rates{u64(0), u64(0), nil})
+			f.pods = []*v1.Pod{f.web, f.idle}
+			f.clock.SetTime(testNow.Add(50 * time.Second))
+			get("web back", rates{u64(0), u64(0), nil})
+		})
+	}
+}
+
+// TestGetConcurrent is for the race detector: the eviction manager and
+// the API call Get at once.
+func TestGetConcurrent(t *testing.T) {
+	f := newFixture(t, true)
+	p := f.provider()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := p.Get(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestGetPodWithoutCgroupSumsItsContainers(t *testing.T) {
@@ -371,6 +485,12 @@ func TestGetPodWithoutCgroupSumsItsContainers(t *testing.T) {
 	// cannot be found either.
 	eq(t, "pod working set", web.Memory.WorkingSetBytes, u64(1000))
 	eq(t, "pod usage", web.Memory.UsageBytes, u64(3000))
+	// Only app reports cpu, and without a rate: the sum has none.
+	if web.CPU == nil {
+		t.Fatal("no pod cpu")
+	}
+	eq(t, "pod cpu usage", web.CPU.UsageCoreNanoSeconds, u64(42))
+	eq(t, "pod cpu rate", web.CPU.UsageNanoCores, nil)
 	if web.ProcessStats != nil {
 		t.Errorf("process stats %+v without a pod cgroup", web.ProcessStats)
 	}
@@ -435,21 +555,26 @@ func TestGetLeavesUnreadableFieldsNil(t *testing.T) {
 	os.Remove(filepath.Join(f.proc, "stat"))
 	os.Remove(filepath.Join(f.proc, "sys", "kernel", "pid_max"))
 	os.Remove(filepath.Join(f.proc, "sys", "kernel", "threads-max"))
-	os.Remove(filepath.Join(f.cgroups, "pids", podCg, "pids.current"))
+	os.Remove(filepath.Join(f.cgroups, "cpu,cpuacct", "cpuacct.usage"))
+	os.RemoveAll(filepath.Join(f.cgroups, "cpu,cpuacct", podCg))
 	os.RemoveAll(filepath.Join(f.podLogs(), "sidecar"))
 	f.rt.imageFs = &runtimeapi.ImageFsInfoResponse{}
 	s, err := f.provider().Get(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Node.StartTime.IsZero() || s.Node.Rlimit.MaxPID != nil || s.Node.Runtime != nil {
-		t.Errorf("node %+v: start time, max PID and runtime should be unknown", s.Node)
+	// Without the root's cpuacct.usage, /proc/stat was the fallback, gone too.
+	if !s.Node.StartTime.IsZero() || s.Node.Rlimit.MaxPID != nil || s.Node.Runtime != nil || s.Node.CPU != nil {
+		t.Errorf("node %+v: start time, max PID, runtime and cpu should be unknown", s.Node)
 	}
 	web := s.Pods[0]
-	// Without pids.current the processes are counted from cgroup.procs;
-	// this fake tree has none, so the count is zero rather than unknown.
-	if web.ProcessStats == nil || *web.ProcessStats.ProcessCount != 0 {
-		t.Errorf("process stats %+v", web.ProcessStats)
+	// Without its cpu cgroup, the pod's cpu is its containers', and its
+	// processes are unknown.
+	if web.CPU == nil || *web.CPU.UsageCoreNanoSeconds != 42 {
+		t.Errorf("pod cpu %+v, want app's 42 ns", web.CPU)
+	}
+	if web.ProcessStats != nil || web.Memory == nil {
+		t.Errorf("pod processes %+v, memory %+v; want processes unknown, memory from its memory cgroup", web.ProcessStats, web.Memory)
 	}
 	if web.Containers[1].Logs != nil || web.Containers[0].Logs == nil {
 		t.Errorf("logs: app %+v, sidecar %+v; want only the sidecar's unknown", web.Containers[0].Logs, web.Containers[1].Logs)
@@ -597,5 +722,16 @@ func TestGetOnThisHost(t *testing.T) {
 	}
 	if n, err := sysinfoProcs(); err != nil || n <= 0 {
 		t.Errorf("sysinfo tasks = %d, %v", n, err)
+	}
+	if c := s.Node.CPU; c == nil || c.UsageCoreNanoSeconds == nil || *c.UsageCoreNanoSeconds == 0 || c.UsageNanoCores != nil {
+		t.Errorf("node cpu %+v, want usage and no rate yet", c)
+	}
+	// A second Get has an interval, however short, to measure a rate over.
+	s, err = p.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Node.CPU; c == nil || c.UsageNanoCores == nil {
+		t.Errorf("node cpu on the second Get %+v, want a rate", c)
 	}
 }
