@@ -18,7 +18,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +32,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/devicemanager/checkpoint"
+	"github.com/berth-dev/berth/internal/unixsocket"
 )
 
 const (
@@ -141,7 +141,9 @@ func New(opts Options) *Manager {
 // that plugins notice and register again, and serves the Registration
 // service until ctx is done. Wait waits for it to stop.
 func (m *Manager) Start(ctx context.Context) error {
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+	// Only root may register a plugin or reach one: the directory and the
+	// registration socket are the owner's alone.
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return fmt.Errorf("device plugin directory: %w", err)
 	}
 	if err := m.restore(); err != nil {
@@ -151,7 +153,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return err
 	}
 	sock := filepath.Join(m.dir, KubeletSocket)
-	ln, err := net.Listen("unix", sock)
+	ln, err := unixsocket.Listen(ctx, sock, 0o600)
 	if err != nil {
 		return fmt.Errorf("device plugin registration: %w", err)
 	}

@@ -418,11 +418,6 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	if got := held(m2.Manager, "a"); !slices.Equal(got, []string{"w0", "w1"}) {
 		t.Errorf("after restart pod a holds %v", got)
 	}
-	// Its plugin has not re-registered yet: a new pod waits for it.
-	var nr *NotReadyError
-	if err := m2.Admit(t.Context(), podWith("b", 1)); !asNotReady(err, &nr) || !nr.Known {
-		t.Errorf("before the plugin is back: err = %v, want a NotReadyError for a known resource", err)
-	}
 	// The restart removed the plugin's socket; it notices and comes back.
 	if err := p.WaitRegistered(t.Context(), 2); err != nil {
 		t.Fatal(err)
@@ -432,10 +427,11 @@ func TestRestartKeepsAllocations(t *testing.T) {
 	if err != nil || string(after) != string(before) {
 		t.Errorf("the checkpoint changed across a restart:\nbefore %s\nafter  %s", before, after)
 	}
-	// The same device is never given twice.
-	if err := m2.Admit(t.Context(), podWith("b", 1)); err != nil {
-		t.Fatal(err)
-	}
+	// The same device is never given twice. The plugin may register more
+	// than once as it notices the restart (its socket removed, then
+	// kubelet.sock created), and a registration replaces the endpoint an
+	// Allocate is talking to: the pod is admitted once that settles.
+	eventually(t, "pod b admitted", func() bool { return m2.Admit(t.Context(), podWith("b", 1)) == nil })
 	if got := held(m2.Manager, "b"); !slices.Equal(got, []string{"w2"}) {
 		t.Errorf("pod b holds %v, want [w2]", got)
 	}
@@ -551,3 +547,39 @@ func TestValidateDevices(t *testing.T) {
 }
 
 func asNotReady(err error, target **NotReadyError) bool { return errors.As(err, target) }
+
+func TestRegistrationSocketIsRootsAlone(t *testing.T) {
+	dir := filepath.Join(shortDir(t), "plugins")
+	startManager(t, dir)
+	fi, err := os.Lstat(filepath.Join(dir, KubeletSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 {
+		t.Errorf("registration socket mode %v, want a socket with 0600", fi.Mode())
+	}
+	di, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v, want 0700", di.Mode().Perm())
+	}
+}
+
+// A resource known from the checkpoint whose plugin has not registered
+// since the restart: a new pod waits for it rather than being refused.
+func TestAdmitWaitsForAKnownPlugin(t *testing.T) {
+	dir := shortDir(t)
+	m := startManager(t, dir)
+	p := startPlugin(t, deviceplugin.Config{Dir: dir, Devices: widgets("w0")})
+	eventually(t, "widgets are allocatable", func() bool { return allocatable(m.Manager, widget) == 1 })
+	p.Stop()
+	m.stop()
+
+	m2 := startManager(t, dir)
+	var nr *NotReadyError
+	if err := m2.Admit(t.Context(), podWith("b", 1)); !asNotReady(err, &nr) || nr.Resource != widget || !nr.Known {
+		t.Errorf("err = %v, want a NotReadyError for a known resource", err)
+	}
+}

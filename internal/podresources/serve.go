@@ -26,8 +26,9 @@ const DefaultSocketPath = "/var/lib/kubelet/pod-resources/" + SocketName
 const SocketName = "kubelet.sock"
 
 const (
-	// socketDirMode is the kubelet's mode for the socket's directory.
-	socketDirMode = 0o750
+	// socketDirMode keeps the directory the owner's (root's) alone; the
+	// kubelet's 0750 would let its group list it.
+	socketDirMode = 0o700
 	// socketMode: the kubelet leaves the socket at the umask's mode (0755
 	// under the usual 022, which lets only the owner connect, since connect
 	// needs write permission). berth sets owner-only explicitly, so a lax
