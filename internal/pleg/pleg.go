@@ -65,17 +65,42 @@ type PLEG struct {
 	log     *slog.Logger
 	trigger chan struct{}
 
+	metrics *Metrics
+
 	// seeded is what Seed listed: Run starts from it. Set before Run only.
 	seeded map[types.UID]PodRecord
 
 	mu         sync.Mutex
 	lastRelist time.Time
 	started    time.Time
+	last       Relist
+}
+
+// Relist is what one relist of the runtime saw: berth's sandboxes and every
+// container. The slices are never modified once listed.
+type Relist struct {
+	Sandboxes  []*runtimeapi.PodSandbox
+	Containers []*runtimeapi.Container
+	// At is when the relist began: the state is at least that recent.
+	At time.Time
 }
 
 // New returns a PLEG that relists every period.
-func New(l Lister, period time.Duration, clk clock.WithTicker, log *slog.Logger) *PLEG {
-	return &PLEG{lister: l, period: period, clk: clk, log: log, trigger: make(chan struct{}, 1)}
+func New(l Lister, period time.Duration, clk clock.WithTicker, log *slog.Logger, opts ...Option) *PLEG {
+	p := &PLEG{lister: l, period: period, clk: clk, log: log, trigger: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// LastRelist returns what the last successful relist saw (zero before the
+// first): readers such as the metrics get the runtime's state without a
+// call to the runtime of their own.
+func (p *PLEG) LastRelist() Relist {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
 }
 
 // Trigger asks for a relist as soon as possible. It never blocks.
@@ -113,10 +138,17 @@ func (p *PLEG) Seed(ctx context.Context) ([]Event, error) {
 		return nil, err
 	}
 	p.seeded = current
-	p.mu.Lock()
-	p.lastRelist = p.clk.Now()
-	p.mu.Unlock()
+	p.relisted()
 	return Diff(nil, current), nil
+}
+
+// relisted records that a relist completed, for Healthy and the metrics.
+func (p *PLEG) relisted() {
+	now := p.clk.Now()
+	p.mu.Lock()
+	p.lastRelist = now
+	p.mu.Unlock()
+	p.metrics.seen(now)
 }
 
 // Run relists until ctx is done, sending events to out.
@@ -161,9 +193,7 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 				}
 			}
 			known = current
-			p.mu.Lock()
-			p.lastRelist = p.clk.Now()
-			p.mu.Unlock()
+			p.relisted()
 		}
 		select {
 		case <-ctx.Done():
@@ -180,6 +210,8 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 }
 
 func (p *PLEG) relist(ctx context.Context) (map[types.UID]PodRecord, error) {
+	start := p.clk.Now()
+	defer func() { p.metrics.observeRelist(p.clk.Since(start)) }()
 	sandboxes, err := p.lister.ListPodSandboxes(ctx, &runtimeapi.PodSandboxFilter{
 		LabelSelector: map[string]string{container.LabelManagedBy: "true"},
 	})
@@ -190,6 +222,9 @@ func (p *PLEG) relist(ctx context.Context) (map[types.UID]PodRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
+	p.mu.Lock()
+	p.last = Relist{Sandboxes: sandboxes, Containers: ctrs, At: start}
+	p.mu.Unlock()
 	return Group(sandboxes, ctrs), nil
 }
 

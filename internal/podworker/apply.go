@@ -70,6 +70,7 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			return retryAfterError
 		}
 		log.Info("creating sandbox", "attempt", plan.SandboxAttempt)
+		began := d.Clock.Now()
 		sandboxID, err = d.Runtime.RunPodSandbox(ctx, sbCfg)
 		if err != nil {
 			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: fmt.Sprintf("create pod sandbox: %v", err)}
@@ -82,6 +83,7 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			log.Warn("reading pod status from the runtime failed", "err", err)
 			return retryAfterError
 		}
+		w.startup.add(phaseSandbox, d.Clock.Since(began))
 	}
 	w.syncError = nil
 
@@ -100,7 +102,10 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	sb := sandboxByID(st, sandboxID)
 	var next time.Duration
 	start := func(c *v1.Container, init bool) {
-		if after := w.startContainer(ctx, pod, c, init, st, sandboxID, sb, sbCfg, log); after > 0 && (next == 0 || after < next) {
+		after := w.startContainer(ctx, pod, c, init, st, sandboxID, sb, sbCfg, log)
+		// startContainer leaves a waiting reason on every failure, none on success.
+		d.Metrics.containerStarted(init, w.waiting[c.Name].Reason)
+		if after > 0 && (next == 0 || after < next) {
 			next = after
 		}
 	}
@@ -142,6 +147,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		w.event(pod, v1.EventTypeNormal, "BackOff", msg)
 		return w.ws.pullBackOff.Get(pullKey)
 	}
+	pulling := d.Clock.Now()
 	imageRef, waiting := w.ensureImage(ctx, pod, c, sbCfg, log)
 	if waiting != nil {
 		w.waiting[c.Name] = *waiting
@@ -154,6 +160,8 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return w.ws.pullBackOff.Get(pullKey)
 	}
 	w.ws.pullBackOff.Reset(pullKey)
+	creating := d.Clock.Now()
+	w.startup.add(phaseImagePull, creating.Sub(pulling))
 
 	restartCount := 0
 	if prev := st.LatestContainer(c.Name); prev != nil {
@@ -213,6 +221,8 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return retryAfterError
 	}
 	w.event(pod, v1.EventTypeNormal, "Created", "Created container "+c.Name)
+	starting := d.Clock.Now()
+	w.startup.add(phaseContainerCreate, starting.Sub(creating))
 	if err := d.Runtime.StartContainer(ctx, id); err != nil {
 		w.event(pod, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		w.waiting[c.Name] = status.Waiting{Reason: reasonRunContainerError, Message: err.Error()}
@@ -234,8 +244,10 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 			if err := w.stopContainer(ctx, pod, id, c.Name, 0, log); err != nil {
 				log.Warn("stopping container failed", "container", c.Name, "err", err)
 			}
+			return 0
 		}
 	}
+	w.startup.add(phaseContainerStart, d.Clock.Since(starting))
 	return 0
 }
 

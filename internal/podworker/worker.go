@@ -51,14 +51,19 @@ type worker struct {
 	// terminalChecked is set once the terminal store was asked whether the
 	// pod was evicted before berth restarted.
 	terminalChecked bool
+	// lastSynced is the spec of the last sync, nil before the first.
+	lastSynced *v1.Pod
+	startup    startTracker
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
-	return &worker{
+	w := &worker{
 		ws: ws, uid: uid, name: name, namespace: namespace,
 		wakeCh:  make(chan struct{}, 1),
 		waiting: map[string]status.Waiting{},
 	}
+	w.startup.begin(ws.deps.Clock.Now())
+	return w
 }
 
 func (w *worker) setPod(pod *v1.Pod) {
@@ -119,8 +124,9 @@ func (w *worker) snapshot() (*v1.Pod, bool, *eviction) {
 }
 
 func (w *worker) run(ctx context.Context) {
-	log := w.ws.deps.Log.With("pod", w.namespace+"/"+w.name, "uid", w.uid)
-	timer := w.ws.deps.Clock.NewTimer(0)
+	d := w.ws.deps
+	log := d.Log.With("pod", w.namespace+"/"+w.name, "uid", w.uid)
+	timer := d.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -130,22 +136,34 @@ func (w *worker) run(ctx context.Context) {
 		case <-timer.C():
 		}
 		pod, terminating, ev := w.snapshot()
+		if !terminating && pod == nil {
+			continue
+		}
+		op := syncOperation(pod, w.lastSynced, terminating, ev != nil)
+		began := d.Clock.Now()
 		var next time.Duration
+		var killErr error
+		switch {
+		case terminating:
+			killErr = w.terminate(ctx, pod, log)
+		case ev != nil:
+			next = w.evict(ctx, pod, ev, log)
+		default:
+			next = w.sync(ctx, pod, log)
+			w.lastSynced = pod
+		}
+		d.Metrics.synced(op, d.Clock.Since(began))
 		if terminating {
-			if err := w.terminate(ctx, pod, log); err != nil {
-				log.Warn("terminating pod failed; will retry", "err", err)
+			if killErr != nil {
+				log.Warn("terminating pod failed; will retry", "err", killErr)
 				next = retryAfterError
 			} else if w.finishKill() {
 				return
 			} else {
 				log.Info("pod wanted again; starting it afresh")
+				w.lastSynced = nil
+				w.startup.begin(d.Clock.Now())
 			}
-		} else if pod != nil && ev != nil {
-			next = w.evict(ctx, pod, ev, log)
-		} else if pod != nil {
-			next = w.sync(ctx, pod, log)
-		} else {
-			continue
 		}
 		if !timer.Stop() {
 			select {
@@ -186,6 +204,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		}
 		return after
 	}
+	w.startup.admit(d.Clock.Now(), len(st.Sandboxes) > 0)
 	var verdict Verdict
 	if d.Probes != nil {
 		verdict = d.Probes.Failed
@@ -203,6 +222,12 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		}
 	}
 	w.publish(pod, st, false)
+	// The kubelet's moment of a pod's start: its phase turns Running.
+	if w.published.Phase == v1.PodRunning {
+		if s, ok := w.startup.running(d.Clock.Now()); ok {
+			d.Metrics.podStarted(s)
+		}
+	}
 	if d.Probes != nil {
 		// After publishing: the probes find the new containers' IDs in the
 		// status.

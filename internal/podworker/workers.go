@@ -114,6 +114,8 @@ type Deps struct {
 	// DevicePluginWait is how long a new pod waits for the plugin of a
 	// device it needs before it is rejected.
 	DevicePluginWait time.Duration
+	// Metrics records syncs and pod starts; nil records nothing.
+	Metrics *Metrics
 }
 
 // Workers owns one worker per pod.

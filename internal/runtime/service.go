@@ -29,12 +29,33 @@ type Service struct {
 	pulls       pullSet
 }
 
+// DialOption configures Dial.
+type DialOption func(*dialOptions)
+
+type dialOptions struct {
+	metrics *Metrics
+}
+
+// WithMetrics counts and times every CRI call of the connection in m.
+func WithMetrics(m *Metrics) DialOption {
+	return func(o *dialOptions) { o.metrics = m }
+}
+
 // Dial connects to a CRI endpoint such as unix:///run/containerd/containerd.sock
 // and checks that it answers Version within the context's deadline.
-func Dial(ctx context.Context, endpoint string) (*Service, error) {
-	conn, err := grpc.NewClient(endpoint,
+func Dial(ctx context.Context, endpoint string, opts ...DialOption) (*Service, error) {
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	grpcOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize)),
+	}
+	if o.metrics != nil {
+		grpcOpts = append(grpcOpts, grpc.WithChainUnaryInterceptor(o.metrics.intercept))
+	}
+	conn, err := grpc.NewClient(endpoint, grpcOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to CRI endpoint %s: %w", endpoint, err)
 	}
