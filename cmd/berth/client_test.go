@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,7 +44,7 @@ func (s *apiSource) Pods() []v1.Pod                        { return s.pods }
 func (s *apiSource) NodeEvents() []v1.Event                { return s.nodeEvents }
 func (s *apiSource) Devices() devicemanager.Snapshot       { return s.devices }
 func (s *apiSource) Images() ([]images.ImageStatus, error) { return s.images, s.imagesErr }
-func (s *apiSource) Healthy() error                        { return nil }
+func (s *apiSource) HealthChecks() []server.HealthCheck    { return nil }
 func (s *apiSource) Node() v1.Node                         { return s.node }
 func (s *apiSource) Eviction() eviction.Status             { return s.eviction }
 func (s *apiSource) StatsSummary() (*statsapi.Summary, error) {
@@ -56,6 +57,13 @@ func (s *apiSource) Admission(ns, pod string) (admission.Result, bool) {
 }
 func (s *apiSource) Events(ns, pod string) []v1.Event {
 	return s.events[ns+"/"+pod]
+}
+func (s *apiSource) AllEvents() []v1.Event {
+	all := slices.Clone(s.nodeEvents)
+	for _, events := range s.events {
+		all = append(all, events...)
+	}
+	return all
 }
 func (s *apiSource) ContainerLog(ns, pod, c string, previous bool) (string, string, error) {
 	if previous {

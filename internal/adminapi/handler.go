@@ -47,11 +47,25 @@ type handler struct {
 	log      *slog.Logger
 }
 
+// Option adds to what NewHandler serves.
+type Option func(*http.ServeMux)
+
+// WithStreaming serves exec and attach (server.NewStreamingHandler) under
+// /exec/ and /attach/: the socket is root's alone, as running commands in
+// containers must be.
+func WithStreaming(streams http.Handler) Option {
+	return func(mux *http.ServeMux) {
+		mux.Handle("/exec/", streams)
+		mux.Handle("/attach/", streams)
+	}
+}
+
 // NewHandler serves POST /pods (create or replace the pods of a YAML or
 // JSON body, each document on its own) and DELETE
-// /pods/{namespace}/{name}. A name that a static pod uses is refused: the
-// manifest directory owns it. A nil logger discards.
-func NewHandler(store Store, static StaticPods, nodeName string, log *slog.Logger) http.Handler {
+// /pods/{namespace}/{name}, and what the options add. A name that a static
+// pod uses is refused: the manifest directory owns it. A nil logger
+// discards.
+func NewHandler(store Store, static StaticPods, nodeName string, log *slog.Logger, opts ...Option) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -59,6 +73,9 @@ func NewHandler(store Store, static StaticPods, nodeName string, log *slog.Logge
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /pods", h.apply)
 	mux.HandleFunc("DELETE /pods/{namespace}/{name}", h.delete)
+	for _, opt := range opts {
+		opt(mux)
+	}
 	return mux
 }
 

@@ -24,8 +24,8 @@ const (
 	// shutdownTimeout bounds how long Serve waits for requests in flight
 	// once its context ends.
 	shutdownTimeout = 5 * time.Second
-	// requestTimeout bounds reading a request and writing its answer; no
-	// request of this API streams.
+	// requestTimeout bounds reading a request and writing its answer. The
+	// exec and attach streams lift it for their own connections.
 	requestTimeout = time.Minute
 	idleTimeout    = 2 * time.Minute
 )
@@ -57,8 +57,9 @@ func Listen(ctx context.Context, path string) (net.Listener, error) {
 }
 
 // Serve serves h on ln until ctx ends, then shuts down: requests in flight
-// get shutdownTimeout to finish. Serve closes ln, which removes a socket
-// from Listen.
+// get shutdownTimeout to finish, and exec or attach streams end with ctx,
+// which their requests' contexts derive from. Serve closes ln, which
+// removes a socket from Listen.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
 	defer ln.Close()
 	srv := &http.Server{

@@ -66,9 +66,26 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		defer ln.Close()
 		apiListener = ln
 	}
+	var secureListener net.Listener
+	if cfg.Serving.Port != 0 {
+		addr := net.JoinHostPort(cfg.Address, strconv.Itoa(int(cfg.Serving.Port)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("secure API: %w", err)
+		}
+		defer ln.Close()
+		secureListener = ln
+	}
 	for _, dir := range []string{cfg.RootDir, cfg.PodLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	var secure *secureAuth
+	if secureListener != nil {
+		var err error
+		if secure, err = loadSecureAuth(cfg, time.Now(), log); err != nil {
+			return err
 		}
 	}
 	// Claim the admin socket as early, for the same reason: one that answers
@@ -88,7 +105,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	rt, err := startRuntime(ctx, cfg, log)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rt, err := startRuntime(ctx, cfg, registry, log)
 	if err != nil {
 		return err
 	}
@@ -113,8 +132,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log.Error("a record of an evicted pod is corrupt; set aside", "err", p)
 		recorder.NodeEvent(v1.EventTypeWarning, reasonTerminalRecordCorrupt, p.Error())
 	}
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	probes, err := prober.NewManager(probe.NewRunner(rt.cri, probeUserAgent), statuses, recorder, clk, registry,
 		filepath.Join(cfg.RootDir, "probes", "state.json"), log)
 	if err != nil {
@@ -136,6 +153,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	bg.Go(devices.Wait)
 
+	workerMetrics, err := podworker.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
 	deps := podworker.Deps{
 		Runtime:            rt.cri,
 		Volumes:            volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
@@ -155,13 +176,21 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		DevicePluginWait:   cfg.DevicePluginWait,
 		ParallelImagePulls: cfg.Images.ParallelPulls(),
 		Terminal:           terminalPods,
+		Metrics:            workerMetrics,
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
 	}
 	// The loop gets its workers below; the garbage collectors read it
 	// only once they run.
-	relist := pleg.New(rt.cri, cfg.RelistPeriod, clk, log)
+	plegMetrics, err := pleg.NewMetrics(registry)
+	if err != nil {
+		return err
+	}
+	relist := pleg.New(rt.cri, cfg.RelistPeriod, clk, log, pleg.WithMetrics(plegMetrics))
+	if err := registerRuntimeCollector(registry, relist.LastRelist); err != nil {
+		return err
+	}
 	loop := &syncLoop{
 		cfg:      cfg,
 		log:      log,
@@ -237,7 +266,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	snapshots := make(chan podsource.Snapshot, 1)
 	bg.Go(func() { merge.Run(ctx, static, applied, snapshots) })
 	bg.Go(func() {
-		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log), log); err != nil {
+		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log,
+			adminapi.WithStreaming(server.NewStreamingHandler(&apiSource{loop: loop}, rt.cri, log))), log); err != nil {
 			log.Error("admin API stopped", "socket", admin.Addr().String(), "err", err)
 		}
 	})
@@ -251,13 +281,23 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			log.Error("pod-resources API stopped", "socket", sock, "err", err)
 		}
 	})
+	api := &apiSource{loop: loop, cri: rt.cri, capacity: capacity, allocatable: allocatable, events: recorder,
+		devices: devices, images: imageGC, evictions: evictions, stats: summary}
 	if apiListener != nil {
-		srv := server.New(apiListener.Addr().String(),
-			&apiSource{loop: loop, cri: rt.cri, capacity: capacity, allocatable: allocatable, events: recorder, devices: devices, images: imageGC,
-				evictions: evictions, stats: summary}, registry, log)
+		srv := server.New(apiListener.Addr().String(), api, registry, log)
 		bg.Go(func() {
 			if err := srv.Serve(ctx, apiListener); err != nil {
 				log.Error("local API stopped", "err", err)
+			}
+		})
+	}
+	if secureListener != nil {
+		srv := server.NewSecure(secureListener.Addr().String(), api, registry,
+			server.NewStreamingHandler(api, rt.cri, log), secure.auth, secure.tls,
+			log.With("api", "secure"))
+		bg.Go(func() {
+			if err := srv.Serve(ctx, secureListener); err != nil {
+				log.Error("secure API stopped", "err", err)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/server"
 	"github.com/berth-dev/berth/internal/stats"
 )
 
@@ -54,7 +55,18 @@ func (a *apiSource) Events(namespace, pod string) []v1.Event { return a.events.E
 
 func (a *apiSource) Pods() []v1.Pod { return a.loop.pods() }
 
-func (a *apiSource) Healthy() error { return a.loop.pleg.Healthy() }
+// HealthChecks are /healthz's checks: the runtime says it is ready, the
+// PLEG relists, the sync loop turns.
+func (a *apiSource) HealthChecks() []server.HealthCheck {
+	return []server.HealthCheck{
+		{Name: "runtime", Check: a.cri.RuntimeReady},
+		{Name: "pleg", Check: func(context.Context) error { return a.loop.pleg.Healthy() }},
+		{Name: "syncloop", Check: a.loop.healthy},
+	}
+}
+
+// AllEvents answers /events: every event kept, about pods and the node.
+func (a *apiSource) AllEvents() []v1.Event { return a.events.All() }
 
 // ContainerLog finds the log file of a pod's container: the instance the
 // kubelet would show (the running or last one), or with previous the one

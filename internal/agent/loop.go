@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +67,9 @@ type syncLoop struct {
 	sourceReady bool
 	// runtime is every pod the last relists saw, by UID.
 	runtime map[types.UID]pleg.Event
+	// heartbeat is when the loop last came back to wait for work (Unix
+	// nanoseconds): the syncloop health check reads it.
+	heartbeat atomic.Int64
 }
 
 // housekeepingPeriod is how often the loop removes what pods left behind
@@ -76,6 +81,7 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 	defer housekeeping.Stop()
 	defer l.jobs.Wait()
 	for {
+		l.heartbeat.Store(l.clk.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return
@@ -98,6 +104,28 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 			l.housekeep()
 		}
 	}
+}
+
+// syncLoopStallThreshold is how long the loop may go without coming back
+// to wait before it counts as stuck: it wakes at least every housekeeping
+// period, and no iteration should take more than a little of one.
+const syncLoopStallThreshold = 3 * housekeepingPeriod
+
+// healthy is the syncloop health check.
+func (l *syncLoop) healthy(context.Context) error {
+	return syncLoopHealth(l.heartbeat.Load(), l.clk.Now(), syncLoopStallThreshold)
+}
+
+// syncLoopHealth judges the loop's last heartbeat (Unix nanoseconds, 0 for
+// none yet).
+func syncLoopHealth(heartbeat int64, now time.Time, threshold time.Duration) error {
+	if heartbeat == 0 {
+		return errors.New("the sync loop has not started")
+	}
+	if since := now.Sub(time.Unix(0, heartbeat)); since > threshold {
+		return fmt.Errorf("the sync loop has not turned for %s (threshold %s)", since.Round(time.Second), threshold)
+	}
+	return nil
 }
 
 // housekeep frees the devices of pods that are gone or terminal and removes

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/network"
@@ -29,15 +32,19 @@ type runtimeHandle struct {
 
 // startRuntime connects to the configured CRI endpoint or, with none, starts
 // berth's managed containerd with berth's CNI network, pause image and the
-// image tarballs in <root>/images.
-func startRuntime(ctx context.Context, cfg *config.Config, log *slog.Logger) (*runtimeHandle, error) {
+// image tarballs in <root>/images. Every CRI call is counted on reg.
+func startRuntime(ctx context.Context, cfg *config.Config, reg prometheus.Registerer, log *slog.Logger) (*runtimeHandle, error) {
+	metrics, err := runtime.NewMetrics(reg, clock.RealClock{})
+	if err != nil {
+		return nil, err
+	}
 	h := &runtimeHandle{endpoint: cfg.ContainerRuntimeEndpoint}
 	if h.endpoint == "" {
 		if err := h.startManaged(ctx, cfg, log); err != nil {
 			return nil, err
 		}
 	}
-	cri, err := runtime.Dial(ctx, h.endpoint)
+	cri, err := runtime.Dial(ctx, h.endpoint, runtime.WithMetrics(metrics))
 	if err != nil {
 		h.stop(log)
 		return nil, err

@@ -17,16 +17,6 @@ import (
 	"github.com/berth-dev/berth/internal/logs"
 )
 
-// healthz answers like the kubelet's: 200 "ok", or 500 with the reason.
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if err := s.src.Healthy(); err != nil {
-		http.Error(w, "healthz check failed: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Write([]byte("ok"))
-}
-
 // pods answers like the kubelet's read-only /pods: a v1 PodList.
 func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, podList(s.src.Pods()))
@@ -56,6 +46,12 @@ func (s *Server) podAdmission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, r, res)
+}
+
+// events answers with every event kept, about pods and the node, least
+// recently seen first: what `kubectl get events -A` lists.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	s.writeEvents(w, r, s.src.AllEvents())
 }
 
 // nodeEvents answers with the node's own events as a v1 EventList.

@@ -1,15 +1,18 @@
-// Package server is berth's local read-only HTTP API, the counterpart of the
-// kubelet's read-only port: /healthz, /pods, /containerLogs and /metrics,
-// with the kubelet's paths, query parameters and response shapes, so the same
-// tools and habits work against it; /pods/{namespace}/{name}/events and
-// /node/events, which stand in for the API server's events; /devices, the
-// device plugins' resources and allocations; and /images, the images with
-// their garbage-collection state. It has no
-// authentication; berth binds it to loopback by default.
+// Package server is berth's HTTP APIs. The read-only API is the
+// counterpart of the kubelet's read-only port: /healthz, /pods,
+// /containerLogs, /stats/summary and /metrics, with the kubelet's paths,
+// query parameters and response shapes, so the same tools and habits work
+// against it; /events, /pods/{namespace}/{name}/events and /node/events,
+// which stand in for the API server's events; /devices, the device plugins'
+// resources and allocations; and /images, the images with their
+// garbage-collection state. It has no authentication and berth keeps it on
+// loopback. The secure API (NewSecure) serves the same plus exec and attach
+// (NewStreamingHandler), over TLS, to authenticated callers only.
 package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,8 +24,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/admission"
+	"github.com/berth-dev/berth/internal/authn"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
@@ -33,8 +38,8 @@ type Source interface {
 	// Pods returns a snapshot of every pod with its live status; the caller
 	// owns the copies.
 	Pods() []v1.Pod
-	// Healthy returns nil when berth is healthy, else an error saying why.
-	Healthy() error
+	// HealthChecks returns berth's health checks, which /healthz runs.
+	HealthChecks() []HealthCheck
 	// ContainerLog returns the log file of a container and the ID of the
 	// container instance that writes it: the current instance, or with
 	// previous the one before it. An error wrapping fs.ErrNotExist means
@@ -48,6 +53,8 @@ type Source interface {
 	Events(namespace, pod string) []v1.Event
 	// NodeEvents returns the events about the node itself, oldest first.
 	NodeEvents() []v1.Event
+	// AllEvents returns every event kept, least recently seen first.
+	AllEvents() []v1.Event
 	// Devices returns the device plugins' resources and every device
 	// allocation.
 	Devices() devicemanager.Snapshot
@@ -82,17 +89,47 @@ const (
 
 // Server serves the API for one Source.
 type Server struct {
-	addr string
-	src  Source
-	log  *slog.Logger
-	mux  *http.ServeMux
+	addr    string
+	src     Source
+	log     *slog.Logger
+	mux     *http.ServeMux
+	handler http.Handler
+	tls     *tls.Config
 }
 
-// New returns a server that will listen on addr (host:port) and serve
-// gatherer's metrics on /metrics; with a nil gatherer there is no /metrics.
+// New returns the read-only API, which will listen on addr (host:port) and
+// serve gatherer's metrics on /metrics; with a nil gatherer there is no
+// /metrics.
 func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
+	s := newServer(addr, src, gatherer, log)
+	s.handler = logRequests(s.mux, log, clock.RealClock{}, true)
+	return s
+}
+
+// NewSecure returns the secure API, which will listen on addr over TLS
+// with tlsConfig: everything the read-only API serves, plus streaming (the
+// exec and attach endpoints), for the callers auth authenticates only. A
+// request without valid credentials is answered 401 before any handler
+// runs.
+func NewSecure(addr string, src Source, gatherer prometheus.Gatherer, streaming http.Handler,
+	auth *authn.Authenticator, tlsConfig *tls.Config, log *slog.Logger) *Server {
+	s := newServer(addr, src, gatherer, log)
+	if streaming != nil {
+		// The streaming handler routes /exec/{namespace}/{pod}/{container}
+		// and /attach/... itself, with every method an upgrade may use.
+		s.mux.Handle("/exec/", streaming)
+		s.mux.Handle("/attach/", streaming)
+	}
+	s.handler = logRequests(auth.Require(s.mux), log, clock.RealClock{}, false)
+	s.tls = tlsConfig
+	return s
+}
+
+func newServer(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
 	s := &Server{addr: addr, src: src, log: log, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /healthz/{check}", s.healthCheck)
+	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /pods", s.pods)
 	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/events", s.podEvents)
 	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/admission", s.podAdmission)
@@ -116,7 +153,7 @@ func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger
 }
 
 // Handler returns the API's handler, for tests and for embedding.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Run listens on the server's address and serves until ctx ends, then shuts
 // down gracefully. A failure to listen (the port is taken) returns at once.
@@ -135,14 +172,17 @@ func (s *Server) Run(ctx context.Context) error {
 // shutdownTimeout to finish, and log streams end at once, because their
 // request contexts derive from ctx. Serve closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	srv := &http.Server{
-		Handler:           s.mux,
+		Handler:           s.handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("local API listening", "address", ln.Addr().String())
+	s.log.Info("local API listening", "address", ln.Addr().String(), "tls", s.tls != nil)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

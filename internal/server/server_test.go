@@ -36,11 +36,12 @@ import (
 
 // fakeSource serves fixed pods and log files.
 type fakeSource struct {
-	pods    []v1.Pod
-	healthy error
-	logs    map[string]string // "ns/pod/container" -> path
-	logErr  error
-	events  map[string][]v1.Event // "ns/pod" -> events
+	pods   []v1.Pod
+	checks []HealthCheck
+	all    []v1.Event
+	logs   map[string]string // "ns/pod/container" -> path
+	logErr error
+	events map[string][]v1.Event // "ns/pod" -> events
 
 	nodeEvents []v1.Event
 	devices    devicemanager.Snapshot
@@ -60,7 +61,8 @@ func (f *fakeSource) Pods() []v1.Pod                        { return f.pods }
 func (f *fakeSource) NodeEvents() []v1.Event                { return f.nodeEvents }
 func (f *fakeSource) Devices() devicemanager.Snapshot       { return f.devices }
 func (f *fakeSource) Images() ([]images.ImageStatus, error) { return f.images, f.imagesErr }
-func (f *fakeSource) Healthy() error                        { return f.healthy }
+func (f *fakeSource) HealthChecks() []HealthCheck           { return f.checks }
+func (f *fakeSource) AllEvents() []v1.Event                 { return f.all }
 func (f *fakeSource) Node() v1.Node                         { return f.node }
 func (f *fakeSource) Eviction() eviction.Status             { return f.eviction }
 func (f *fakeSource) Admission(namespace, pod string) (admission.Result, bool) {
@@ -132,22 +134,54 @@ func get(t *testing.T, h http.Handler, target string) *httptest.ResponseRecorder
 }
 
 func TestHealthz(t *testing.T) {
+	ok := func(context.Context) error { return nil }
+	stuck := func(context.Context) error { return errors.New("relist has not completed for 3m5s (threshold 3m0s)") }
+	healthy := []HealthCheck{{"runtime", ok}, {"pleg", ok}, {"syncloop", ok}}
+	sick := []HealthCheck{{"runtime", ok}, {"pleg", stuck}, {"syncloop", ok}}
 	tests := []struct {
 		name     string
-		healthy  error
+		checks   []HealthCheck
+		target   string
 		wantCode int
 		wantBody string
 	}{
-		{"healthy", nil, 200, "ok"},
-		{"unhealthy", errors.New("pleg: relist has not completed for 3m5s"), 500, "healthz check failed: pleg: relist has not completed for 3m5s\n"},
+		{"healthy", healthy, "/healthz", 200, "ok"},
+		{"verbose", healthy, "/healthz?verbose", 200,
+			"[+]ping ok\n[+]runtime ok\n[+]pleg ok\n[+]syncloop ok\nhealthz check passed\n"},
+		{"unhealthy", sick, "/healthz", 500,
+			"[+]ping ok\n[+]runtime ok\n[-]pleg failed: relist has not completed for 3m5s (threshold 3m0s)\n[+]syncloop ok\nhealthz check failed\n"},
+		{"a failing check excluded", sick, "/healthz?exclude=pleg&verbose=1", 200,
+			"[+]ping ok\n[+]runtime ok\n[+]syncloop ok\nhealthz check passed\n"},
+		{"one check", sick, "/healthz/runtime", 200, "ok"},
+		{"one failing check", sick, "/healthz/pleg", 500,
+			"[-]pleg failed: relist has not completed for 3m5s (threshold 3m0s)\nhealthz check failed\n"},
+		{"an unknown check", sick, "/healthz/disk", 404,
+			"no health check \"disk\"; the checks are ping, runtime, pleg, syncloop\n"},
+		{"an unknown exclusion", sick, "/healthz?exclude=disk", 400,
+			"exclude: no health check \"disk\"; the checks are ping, runtime, pleg, syncloop\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := get(t, newTestServer(&fakeSource{healthy: tt.healthy}).Handler(), "/healthz")
+			rec := get(t, newTestServer(&fakeSource{checks: tt.checks}).Handler(), tt.target)
 			if rec.Code != tt.wantCode || rec.Body.String() != tt.wantBody {
 				t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tt.wantCode, tt.wantBody)
 			}
 		})
+	}
+}
+
+func TestHealthzBoundsAHungCheck(t *testing.T) {
+	hung := func(ctx context.Context) error {
+		<-ctx.Done()
+		return fmt.Errorf("no answer: %w", ctx.Err())
+	}
+	src := &fakeSource{checks: []HealthCheck{{"runtime", hung}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the request's context ends: the check must give up with it
+	rec := httptest.NewRecorder()
+	newTestServer(src).Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil).WithContext(ctx))
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), "[-]runtime failed: no answer: context canceled") {
+		t.Errorf("got %d %q", rec.Code, rec.Body.String())
 	}
 }
 

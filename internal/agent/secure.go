@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/berth-dev/berth/internal/authn"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/pki"
+)
+
+// pkiDirName holds the self-signed serving certificate under the root dir,
+// as the kubelet's --cert-dir holds its kubelet.crt.
+const pkiDirName = "pki"
+
+// secureAuth is what the secure API needs before it can listen: its TLS
+// configuration and who may call it. It is read at start-up, so a bad
+// certificate or token file stops berth with an error naming the file.
+type secureAuth struct {
+	tls  *tls.Config
+	auth *authn.Authenticator
+}
+
+func loadSecureAuth(cfg *config.Config, now time.Time, log *slog.Logger) (*secureAuth, error) {
+	s := cfg.Serving
+	var (
+		cert *pki.Serving
+		err  error
+	)
+	if s.TLSCertFile != "" {
+		cert, err = pki.Load(s.TLSCertFile, s.TLSPrivateKeyFile)
+	} else {
+		cert, err = pki.SelfSigned(filepath.Join(cfg.RootDir, pkiDirName), cfg.NodeName, servingIPs(cfg.Address), now)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secure API: %w", err)
+	}
+	if cert.Replaced != "" {
+		log.Warn("the self-signed serving certificate could not be used; moved it aside and made a new one", "why", cert.Replaced)
+	}
+	if cert.SelfSigned {
+		log.Info("the secure API serves a self-signed certificate: pin its fingerprint, or trust the CA in its file",
+			"fingerprint", "SHA256:"+cert.Fingerprint(), "certFile", cert.CertFile)
+	}
+	tlsConfig := &tls.Config{
+		Certificates: []tls.Certificate{cert.Certificate},
+		MinVersion:   tls.VersionTLS12,
+		// exec and attach upgrade an HTTP/1.1 connection; HTTP/2 has no
+		// such upgrade.
+		NextProtos: []string{"http/1.1"},
+	}
+	if s.ClientCAFile != "" {
+		pool, err := certutil.NewPool(s.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("secure API: client CA file: %w", err)
+		}
+		tlsConfig.ClientCAs = pool
+		// A caller may use a token instead; a certificate it does
+		// present must verify, or the handshake fails.
+		tlsConfig.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	var tokens *authn.Tokens
+	if s.TokenAuthFile != "" {
+		if tokens, err = authn.LoadTokens(s.TokenAuthFile); err != nil {
+			return nil, fmt.Errorf("secure API: %w", err)
+		}
+	}
+	return &secureAuth{tls: tlsConfig, auth: authn.New(s.ClientCAFile != "", tokens)}, nil
+}
+
+// servingIPs are the addresses a self-signed certificate is valid for:
+// loopback, the one berth listens on, and the host's.
+func servingIPs(address string) []net.IP {
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	if ip := net.ParseIP(address); ip != nil && !ip.IsUnspecified() && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
+	if ip := net.ParseIP(network.HostIP()); ip != nil && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
+	return ips
+}

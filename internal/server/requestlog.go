@@ -1,0 +1,77 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/authn"
+)
+
+// logRequests logs every request once it is answered: who called (the
+// authenticated user on the secure API, always the remote address), what,
+// and the answer. Scrapes and health probes of the read-only API, which
+// monitors send every few seconds, log at debug level; everything else at
+// info.
+func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock, quietProbes bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := clk.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		attrs := []slog.Attr{
+			slog.String("method", r.Method),
+			slog.String("uri", r.URL.RequestURI()),
+			slog.Int("status", rec.status()),
+			slog.Duration("duration", clk.Since(start).Round(time.Microsecond)),
+			slog.String("remote", r.RemoteAddr),
+		}
+		if u, ok := authn.UserFrom(r.Context()); ok {
+			attrs = append(attrs, slog.String("user", u.Name), slog.String("authn", u.Method))
+		}
+		level := slog.LevelInfo
+		if quietProbes && isProbe(r.URL.Path) {
+			level = slog.LevelDebug
+		}
+		log.LogAttrs(r.Context(), level, "request", attrs...)
+	})
+}
+
+func isProbe(path string) bool {
+	return path == "/metrics" || path == "/healthz" || strings.HasPrefix(path, "/healthz/")
+}
+
+// statusRecorder remembers the status a handler answered with; Unwrap lets
+// http.ResponseController still reach the connection's Flush and Hijack,
+// which log streams and exec upgrades need.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) status() int {
+	if s.code == 0 {
+		// Nothing written: net/http answers 200, or the connection was
+		// hijacked.
+		return http.StatusOK
+	}
+	return s.code
+}
