@@ -26,12 +26,16 @@ const (
 // addRootDirFlag registers --root-dir, whose default comes from
 // BERTH_ROOT_DIR, else is berth run's.
 func addRootDirFlag(fs *pflag.FlagSet, dst *string) {
-	def := os.Getenv(rootDirEnv)
-	if def == "" {
-		def = config.DefaultRootDir
-	}
-	fs.StringVar(dst, "root-dir", def, "root dir of the berth to talk to, whose <root-dir>/"+adminapi.SocketName+
+	fs.StringVar(dst, "root-dir", defaultRootDir(), "root dir of the berth to talk to, whose <root-dir>/"+adminapi.SocketName+
 		" is its admin socket; $"+rootDirEnv+" sets the default")
+}
+
+// defaultRootDir is $BERTH_ROOT_DIR, else berth run's default.
+func defaultRootDir() string {
+	if dir := os.Getenv(rootDirEnv); dir != "" {
+		return dir
+	}
+	return config.DefaultRootDir
 }
 
 // adminClient is the client of the berth with this root dir.
@@ -39,13 +43,19 @@ func adminClient(rootDir string) *adminapi.Client {
 	return adminapi.NewClient(adminapi.SocketPath(rootDir))
 }
 
-// adminError adds what to check to an error reaching the admin socket.
+// adminError adds what to check to an error reaching the admin socket. A
+// socket that could not be connected to (none, nobody listening, no
+// permission) means berth is not reachable.
 func adminError(err error, rootDir string) error {
 	if errors.As(err, new(apierrors.APIStatus)) {
 		return err // berth answered
 	}
-	return fmt.Errorf("%w (is `berth run` running with --root-dir %s? see --root-dir or $%s; only root may use the socket)",
+	err = fmt.Errorf("%w (is `berth run` running with --root-dir %s? see --root-dir or $%s; only root may use the socket)",
 		err, rootDir, rootDirEnv)
+	if se := (*os.SyscallError)(nil); errors.As(err, &se) && se.Syscall == "connect" {
+		return withExitCode(exitUnreachable, err)
+	}
+	return err
 }
 
 func newApplyCommand() *cobra.Command {
@@ -62,12 +72,23 @@ func newApplyCommand() *cobra.Command {
 and run like any pod until "berth delete pod"; berth stores them and runs them
 again after a restart. Re-applying the same pod changes nothing; applying a
 changed pod replaces it. Each pod is applied or refused on its own. Needs root:
-it talks to <root-dir>/` + adminapi.SocketName + `.`,
+it talks to <root-dir>/` + adminapi.SocketName + `.
+
+It prints one line per pod applied ("pod/web created", "configured" or
+"unchanged"), and fails if any pod was refused, naming the file and line of
+each. -o json or -o yaml prints berth's answer instead: every pod's result,
+refusals included.`,
+		Example: `  # The pods of a file
+  berth apply -f web.yaml
+
+  # Several files, or standard input
+  berth apply -f web.yaml -f db.yaml
+  sed 's/v1.2/v1.3/' web.yaml | berth apply -f -
+
+  # berth's answer, for a script
+  berth apply -f web.yaml -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" {
-				return fmt.Errorf("--output %q: want json or nothing", output)
-			}
 			client := adminClient(rootDir)
 			var (
 				all  adminapi.ApplyResponse
@@ -85,8 +106,8 @@ it talks to <root-dir>/` + adminapi.SocketName + `.`,
 				}
 				errs = append(errs, refusals(file, resp)...)
 			}
-			if output == "json" {
-				if err := writeRaw(cmd.OutOrStdout(), output, all); err != nil {
+			if output != "" {
+				if err := writeStructured(cmd.OutOrStdout(), output, all); err != nil {
 					return err
 				}
 			}
@@ -95,9 +116,10 @@ it talks to <root-dir>/` + adminapi.SocketName + `.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVarP(&files, "filename", "f", nil, "file of pods to apply; - reads standard input (repeatable)")
-	cmd.MarkFlagRequired("filename")
+	// Marking a flag just added cannot fail.
+	_ = cmd.MarkFlagRequired("filename")
 	addRootDirFlag(fs, &rootDir)
-	fs.StringVarP(&output, "output", "o", "", "json for the raw answer of berth")
+	addOutputFlag(cmd, &output, "a line per pod", outputJSON, outputYAML)
 	return cmd
 }
 

@@ -144,8 +144,8 @@ func TestApplyCommandJSON(t *testing.T) {
 		resp.Pods[1].Error == nil || resp.Pods[1].Error.Details.Causes[0].Field != "spec.containers[0].image" {
 		t.Errorf("answer %s", out)
 	}
-	if _, err := runBerth(t, "", "apply", "-f", "-", "-o", "yaml", "--root-dir", root); err == nil || !strings.Contains(err.Error(), "--output") {
-		t.Errorf("-o yaml: %v", err)
+	if _, err := runBerth(t, "", "apply", "-f", "-", "-o", "xml", "--root-dir", root); err == nil || !strings.Contains(err.Error(), "--output") {
+		t.Errorf("-o xml: %v", err)
 	}
 }
 

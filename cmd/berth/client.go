@@ -30,11 +30,15 @@ const (
 
 // addServerFlag registers --server, whose default comes from BERTH_SERVER.
 func addServerFlag(fs *pflag.FlagSet, dst *string) {
-	def := os.Getenv(serverEnv)
-	if def == "" {
-		def = defaultServer
+	fs.StringVar(dst, "server", defaultServerAddress(), "address of berth's local API; $"+serverEnv+" sets the default")
+}
+
+// defaultServerAddress is $BERTH_SERVER, else defaultServer.
+func defaultServerAddress() string {
+	if s := os.Getenv(serverEnv); s != "" {
+		return s
 	}
-	fs.StringVar(dst, "server", def, "address of berth's local API (default from $"+serverEnv+", else "+defaultServer+")")
+	return defaultServer
 }
 
 // apiClient talks to berth's local read-only API.
@@ -168,7 +172,8 @@ func (c *apiClient) get(ctx context.Context, path string) (*http.Response, error
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("cannot reach berth's local API at %s (is `berth run` running? see --server or $%s): %w", c.base, serverEnv, err)
+		return nil, withExitCode(exitUnreachable,
+			fmt.Errorf("cannot reach berth's local API at %s (is `berth run` running? see --server or $%s): %w", c.base, serverEnv, err))
 	}
 	if resp.StatusCode == http.StatusOK {
 		return resp, nil

@@ -18,14 +18,18 @@ func newDeleteCommand() *cobra.Command {
 		Short: "Delete pods made with berth apply, like kubectl delete pod",
 		Long: `Delete pods made with "berth apply": berth forgets them and stops them. Static
 pods belong to their manifests: delete the manifest instead. Needs root, like
-berth apply.`,
-		Args: cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			switch args[0] {
-			case "pod", "pods", "po":
-			default:
-				return fmt.Errorf("berth deletes pods only: want \"delete pod NAME\", got %q", args[0])
+berth apply. Every name is tried; the command fails if any was not deleted.`,
+		Example: `  # A pod of namespace default, then two of another namespace
+  berth delete pod web
+  berth delete pod worker-1 worker-2 -n batch`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && !isPodKind(args[0]) {
+				return usageErrorf("berth deletes pods only: want \"delete pod NAME\", got %q", args[0])
 			}
+			return cobra.MinimumNArgs(2)(cmd, args)
+		},
+		ValidArgsFunction: completeDeleteArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			client := adminClient(rootDir)
 			var errs []error
 			for _, name := range args[1:] {
@@ -40,7 +44,7 @@ berth apply.`,
 		},
 	}
 	addRootDirFlag(cmd.Flags(), &rootDir)
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", metav1.NamespaceDefault, "the pods' namespace")
+	addNamespaceFlag(cmd, &namespace)
 	return cmd
 }
 

@@ -583,7 +583,7 @@ func TestDescribeCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut strings.Builder
-			err := describe(context.Background(), &out, &errOut, client, tt.namespace, tt.pod, now)
+			err := describe(context.Background(), &out, &errOut, client, tt.namespace, tt.pod, now, palette{})
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

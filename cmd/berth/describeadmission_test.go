@@ -248,7 +248,7 @@ func TestDescribeAdmission(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			api500 = tt.broken
 			var out, errOut strings.Builder
-			if err := describe(context.Background(), &out, &errOut, client, "default", tt.pod, now); err != nil {
+			if err := describe(context.Background(), &out, &errOut, client, "default", tt.pod, now, palette{}); err != nil {
 				t.Fatal(err)
 			}
 			rest := out.String()

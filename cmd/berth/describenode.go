@@ -21,7 +21,7 @@ import (
 // describeNodeCmd writes the node: its conditions, capacity and
 // allocatable, its pods and what they take of it, the eviction thresholds
 // with what was last observed of them, and the node's events.
-func describeNodeCmd(ctx context.Context, out io.Writer, client *apiClient, now time.Time) error {
+func describeNodeCmd(ctx context.Context, out io.Writer, client *apiClient, now time.Time, pal palette) error {
 	var node v1.Node
 	if err := client.getJSON(ctx, "/node", "the node", &node); err != nil {
 		return err
@@ -38,7 +38,7 @@ func describeNodeCmd(ctx context.Context, out io.Writer, client *apiClient, now 
 	if err := client.getJSON(ctx, "/node/events", "the node's events", &events); err != nil {
 		return err
 	}
-	_, err = io.WriteString(out, describeNode(&node, pods.Items, ev, events.Items, now))
+	_, err = io.WriteString(out, pal.description(describeNode(&node, pods.Items, ev, events.Items, now)))
 	return err
 }
 

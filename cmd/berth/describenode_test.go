@@ -153,7 +153,7 @@ func TestDescribeNodeCommand(t *testing.T) {
 	t.Cleanup(hs.Close)
 
 	var out strings.Builder
-	if err := describeNodeCmd(context.Background(), &out, newAPIClient(hs.URL), nodeNow); err != nil {
+	if err := describeNodeCmd(context.Background(), &out, newAPIClient(hs.URL), nodeNow, palette{}); err != nil {
 		t.Fatal(err)
 	}
 	rest := out.String()

@@ -23,7 +23,13 @@ func newDevicesCommand() *cobra.Command {
 device the plugin lists), allocatable (the healthy ones) and whether its plugin
 is connected, and how many devices pods hold; each device with its health and NUMA nodes; each allocation (pod,
 container, device IDs); and the node events that explain what the device
-manager did (plugins registered, gone, refused; a corrupt checkpoint).`,
+manager did (plugins registered, gone, refused; a corrupt checkpoint). -o json
+and -o yaml print the local API's answer instead, without the events.`,
+		Example: `  # Resources, devices, allocations and the device manager's events
+  berth devices
+
+  # Which pods hold devices of a resource
+  berth devices -o json | jq '.allocations[] | select(.resource == "example.com/gpu")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			client := newAPIClient(server)
@@ -32,18 +38,18 @@ manager did (plugins registered, gone, refused; a corrupt checkpoint).`,
 				return err
 			}
 			if output != "" {
-				return writeRaw(cmd.OutOrStdout(), output, snap)
+				return writeStructured(cmd.OutOrStdout(), output, snap)
 			}
 			var events v1.EventList
 			if err := client.getJSON(cmd.Context(), "/node/events", "the node's events", &events); err != nil {
 				return err
 			}
-			_, err := io.WriteString(cmd.OutOrStdout(), describeDevices(snap, deviceEvents(events.Items), time.Now()))
+			_, err := io.WriteString(cmd.OutOrStdout(), paletteFor(cmd).description(describeDevices(snap, deviceEvents(events.Items), time.Now())))
 			return err
 		},
 	}
 	addServerFlag(cmd.Flags(), &server)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json for the raw answer of the local API")
+	addOutputFlag(cmd, &output, "tables", outputJSON, outputYAML)
 	return cmd
 }
 
@@ -128,16 +134,6 @@ func numaList(nodes []int64) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ",")
-}
-
-// writeRaw writes v as the local API answered it, for -o json.
-func writeRaw(w io.Writer, output string, v any) error {
-	if output != "json" {
-		return fmt.Errorf("--output %q: want json or nothing", output)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // getJSON fetches path and decodes its JSON answer into v; what names the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 )
 
 // defaultContainerAnnotation names the container kubectl picks when none is
@@ -25,7 +26,23 @@ func newLogsCommand() *cobra.Command {
 		Short: "Print a container's log, like kubectl logs",
 		Long: `Print the log of a container in a pod. Without -c, the pod's only container
 is used (or the one its kubectl.kubernetes.io/default-container annotation
-names).`,
+names). With -f, berth logs keeps printing: when the container exits and is
+restarted, it goes on with the new instance's log from its start, and it
+returns once no restart will come (the pod has ended, is gone, or its
+restart policy says so). --previous prints the instance before the current
+one.`,
+		Example: `  # The log of a static pod's only container (static pods' names end in the node name)
+  berth logs web-node1
+
+  # Follow one container, across its restarts
+  berth logs -f web-node1 -c app
+
+  # Why did it crash? The instance before the current one
+  berth logs --previous web-node1 -c app
+
+  # The last 20 lines with their times
+  berth logs --tail 20 --timestamps -n kube-system dns-node1`,
+		ValidArgsFunction: completePodNames,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("want one pod name: berth logs POD [-c CONTAINER], got %d arguments", len(args))
@@ -36,20 +53,33 @@ names).`,
 			ctx := cmd.Context()
 			client := newAPIClient(server)
 			podName := args[0]
-			if container == "" {
+			// Following across restarts starts from the instance the pod's
+			// status names.
+			follow := q.follow && !q.previous
+			var pod *v1.Pod
+			if container == "" || follow {
 				list, err := client.pods(ctx)
 				if err != nil {
 					return err
 				}
-				pod := findPod(list.Items, namespace, podName)
-				if pod == nil {
-					return fmt.Errorf("pod %q not found in namespace %q", podName, namespace)
+				pod = findPod(list.Items, namespace, podName)
+				if pod == nil && container == "" {
+					return notFoundErrorf("pod %q not found in namespace %q", podName, namespace)
 				}
+			}
+			if container == "" {
+				var err error
 				if container, err = defaultContainer(pod); err != nil {
 					return err
 				}
 			}
-			err := client.containerLogs(ctx, cmd.OutOrStdout(), namespace, podName, container, q)
+			var err error
+			if follow {
+				f := &logFollower{api: client, clock: clock.RealClock{}, interval: followPollInterval}
+				err = f.follow(ctx, cmd.OutOrStdout(), namespace, podName, container, q, pod)
+			} else {
+				err = client.containerLogs(ctx, cmd.OutOrStdout(), namespace, podName, container, q)
+			}
 			if ctx.Err() != nil {
 				// Interrupted while following: that is how a follow ends.
 				return nil
@@ -59,9 +89,12 @@ names).`,
 	}
 	fs := cmd.Flags()
 	addServerFlag(fs, &server)
-	fs.StringVarP(&namespace, "namespace", "n", "default", "namespace of the pod")
+	addNamespaceFlag(cmd, &namespace)
 	fs.StringVarP(&container, "container", "c", "", "container to print the log of")
-	fs.BoolVarP(&q.follow, "follow", "f", false, "keep printing the log as it grows, until the container exits")
+	// Registering completion for a flag just added cannot fail.
+	_ = cmd.RegisterFlagCompletionFunc("container", completeContainerNames)
+	fs.BoolVarP(&q.follow, "follow", "f", false,
+		"keep printing the log as it grows, and each new instance's after a restart, until the container stops for good")
 	fs.BoolVarP(&q.previous, "previous", "p", false, "print the log of the previous instance of the container")
 	fs.BoolVar(&q.timestamps, "timestamps", false, "prefix each line with its time")
 	fs.Int64Var(&q.tailLines, "tail", -1, "print only the last N lines (-1: all)")

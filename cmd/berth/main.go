@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,10 +24,14 @@ func main() {
 
 	err := newRootCommand(version).ExecuteContext(ctx)
 	stop()
+	if exit := (exitCodeError{}); errors.As(err, &exit) {
+		// The remote command's own status, which it has explained itself.
+		os.Exit(exit.code)
+	}
 	if err != nil {
 		// Errors joined from several causes are one per line; indenting the
 		// continuation lines keeps them under the "berth:" that owns them.
 		fmt.Fprintf(os.Stderr, "berth: %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -202,3 +202,18 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// readinessGates is kubectl's READINESS GATES cell: how many of the pod's
+// readiness gates have their condition true, or <none>.
+func readinessGates(pod *v1.Pod) string {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return "<none>"
+	}
+	ready := 0
+	for _, gate := range pod.Spec.ReadinessGates {
+		if podConditionTrue(pod, gate.ConditionType) {
+			ready++
+		}
+	}
+	return fmt.Sprintf("%d/%d", ready, len(pod.Spec.ReadinessGates))
+}

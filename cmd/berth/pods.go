@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 )
 
 func newPodsCommand() *cobra.Command {
@@ -19,79 +18,78 @@ func newPodsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pods",
 		Short: "List berth's pods, like kubectl get pods -A",
-		Args:  cobra.NoArgs,
+		Long: `List every pod berth runs, sorted by namespace and name, with kubectl's columns:
+how many containers are ready, the status (the most telling reason among the
+pod's and its containers'), restarts, age and IP. A manifest berth could not
+read shows as InvalidManifest.
+
+-o wide adds the node, the nominated node and the readiness gates; -o json and
+-o yaml print a v1 PodList; -o name prints pod/NAME lines. The status is
+coloured on a terminal (see --color).`,
+		Example: `  # Every pod, as kubectl get pods -A lists them
+  berth pods
+
+  # With the node, nominated node and readiness gates
+  berth pods -o wide
+
+  # The pods as a v1 PodList, for jq or for keeping
+  berth pods -o json | jq -r '.items[] | select(.status.phase != "Running") | .metadata.name'
+  berth pods -o yaml > pods.yaml`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			list, err := newAPIClient(server).pods(cmd.Context())
 			if err != nil {
 				return err
 			}
-			if len(list.Items) == 0 && (output == "" || output == "wide") {
+			if len(list.Items) == 0 && (output == "" || output == outputWide) {
 				fmt.Fprintln(cmd.ErrOrStderr(), "No resources found")
 				return nil
 			}
-			return printPods(cmd.OutOrStdout(), list, output, time.Now())
+			return printPods(cmd.OutOrStdout(), list, output, time.Now(), paletteFor(cmd))
 		},
 	}
 	addServerFlag(cmd.Flags(), &server)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, json or yaml (default: a table)")
+	addOutputFlag(cmd, &output, "a table", outputWide, outputJSON, outputYAML, outputName)
 	return cmd
 }
 
-func checkOutput(output string) error {
-	switch output {
-	case "", "wide", "json", "yaml":
-		return nil
-	}
-	return fmt.Errorf("--output %q: want wide, json or yaml", output)
-}
-
-// printPods writes the pods in the chosen format; tables are sorted by
-// namespace and name, as kubectl prints them.
-func printPods(w io.Writer, list *v1.PodList, output string, now time.Time) error {
-	switch output {
-	case "json":
-		data, err := json.MarshalIndent(list, "", "    ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case "yaml":
-		data, err := yaml.Marshal(list)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
-	}
-
-	rows := make([]podRow, 0, len(list.Items))
+// printPods writes the pods in the chosen format, sorted by namespace and
+// name as kubectl sorts them; pal colours the status column of tables.
+func printPods(w io.Writer, list *v1.PodList, output string, now time.Time, pal palette) error {
+	pods := make([]*v1.Pod, 0, len(list.Items))
 	for i := range list.Items {
-		rows = append(rows, podRowFor(&list.Items[i], now))
+		pods = append(pods, &list.Items[i])
 	}
-	slices.SortFunc(rows, func(a, b podRow) int {
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
+	slices.SortFunc(pods, func(a, b *v1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 
-	wide := output == "wide"
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	header := "NAMESPACE\tNAME\tREADY\tSTATUS\tRESTARTS\tAGE\tIP"
-	if wide {
-		header += "\tNODE"
-	}
-	fmt.Fprintln(tw, header)
-	for _, r := range rows {
-		line := strings.Join([]string{r.Namespace, r.Name, r.Ready, r.Status, r.Restarts, r.Age, r.IP}, "\t")
-		if wide {
-			line += "\t" + r.Node
+	switch output {
+	case outputJSON, outputYAML:
+		return writeStructured(w, output, typedPodList(pods))
+	case outputName:
+		for _, p := range pods {
+			if _, err := fmt.Fprintf(w, "pod/%s\n", p.Name); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintln(tw, line)
+		return nil
+	}
+
+	wide := output == outputWide
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	header := []string{"NAMESPACE", "NAME", "READY", pal.cell(toneNone, "STATUS"), "RESTARTS", "AGE", "IP"}
+	if wide {
+		header = append(header, "NODE", "NOMINATED NODE", "READINESS GATES")
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, p := range pods {
+		r := podRowFor(p, now)
+		cells := []string{r.Namespace, r.Name, r.Ready, pal.cell(podTone(p.Status.Phase, r.Status), r.Status), r.Restarts, r.Age, r.IP}
+		if wide {
+			cells = append(cells, r.Node, orNone(p.Status.NominatedNodeName), readinessGates(p))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }

@@ -20,7 +20,7 @@ setup carries over.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	addColorFlag(root)
 	root.AddCommand(
 		newRunCommand(),
 		newPodsCommand(),
@@ -30,7 +30,10 @@ setup carries over.`,
 		newDevicesCommand(),
 		newApplyCommand(),
 		newDeleteCommand(),
+		newExecCommand(),
+		newAttachCommand(),
 		newVersionCommand(version),
 	)
+	applyExitCodes(root)
 	return root
 }

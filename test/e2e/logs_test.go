@@ -1,9 +1,16 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,4 +62,95 @@ spec:
 	if err != nil || strings.Join(lines, ",") != "err-3,line-3" {
 		t.Errorf("berth logs --tail 2 = %q, %v", out, err)
 	}
+}
+
+// berth logs -f follows a container across its restarts: the lines of the
+// instance running when it started, written after it started, then the
+// next instance's from its start. --previous prints a whole earlier one.
+func TestLogsFollowAcrossRestarts(t *testing.T) {
+	n := startNode(t)
+	// Each instance prints a token of its own, then a line 2s later.
+	n.writeManifest("blink.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: blink}
+spec:
+  restartPolicy: Always
+  containers:
+  - name: out
+    image: %s
+    command: ["sh", "-c", "echo start-$(cut -c1-8 /proc/sys/kernel/random/uuid); sleep 2; echo end"]
+`, busybox))
+	waitFor(t, time.Minute, "the first instance to run", func() (bool, string) {
+		p := n.pod("blink")
+		return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil &&
+			p.Status.ContainerStatuses[0].RestartCount == 0, describe(p)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "logs", "-f", "blink-"+nodeName)
+	cmd.Env = append(os.Environ(), "BERTH_SERVER="+n.url(""))
+	out := &lockedBuffer{}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		cancel()
+		<-exited
+	}()
+	// The restart waits out the crash back-off (10s for the first).
+	tokens := regexp.MustCompile(`start-[0-9a-f]{8}`)
+	waitFor(t, 2*time.Minute, "berth logs -f to show two instances", func() (bool, string) {
+		select {
+		case <-exited:
+			t.Fatalf("berth logs -f returned while the pod restarts: %v\n%s\nstderr: %s", cmd.ProcessState, out.String(), stderr.String())
+		default:
+		}
+		s := out.String()
+		return len(tokens.FindAllString(s, -1)) >= 2, s
+	})
+	got := out.String()
+	seen := tokens.FindAllString(got, -1)
+	if seen[0] == seen[1] || !strings.HasPrefix(got, seen[0]+"\nend\n"+seen[1]+"\n") {
+		t.Errorf("berth logs -f printed %q; want the first instance whole (written while it followed), then the second", got)
+	}
+	if p := n.pod("blink"); p == nil || p.Status.ContainerStatuses[0].RestartCount < 1 {
+		t.Errorf("the container did not restart: %s", describe(p))
+	}
+
+	// Which instance is the previous one depends on whether the second
+	// still runs; it is one of those followed, whole.
+	prev, err := n.berth("logs", "--previous", "blink-"+nodeName)
+	if err != nil {
+		t.Fatalf("berth logs --previous: %v", err)
+	}
+	if !slices.ContainsFunc(seen, func(tok string) bool { return prev == tok+"\nend\n" }) {
+		t.Errorf("berth logs --previous = %q, want one of the instances followed (%v), whole", prev, seen)
+	}
+}
+
+// lockedBuffer is a buffer that a process's output goroutine writes while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

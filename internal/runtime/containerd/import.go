@@ -40,25 +40,49 @@ const (
 
 // ImportFile imports a docker-archive or OCI-layout tarball (plain, gzip or
 // zstd) into the CRI namespace and unpacks it for snapshotter (""
-// means the one containerd's CRI plugin uses), so CRI can run it at once. It returns the names of the images imported. OCI images
-// are named by their org.opencontainers.image.ref.name annotation when it
-// is a full reference ("registry/repo:tag"); bare tags are ignored.
-func ImportFile(ctx context.Context, address, snapshotter, path string) ([]string, error) {
+// means the one containerd's CRI plugin uses), so CRI can run it at once.
+// It returns the names of the images imported. OCI images are named by
+// their org.opencontainers.image.ref.name annotation when it is a full
+// reference ("registry/repo:tag"); bare tags are ignored.
+func ImportFile(ctx context.Context, address, snapshotter, path string, opts ...ImportOption) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	r, err := compression.DecompressStream(f)
-	if err != nil {
-		return nil, fmt.Errorf("import %s: %w", path, err)
-	}
-	defer r.Close()
-	names, err := importStream(ctx, address, snapshotter, r)
+	names, err := ImportArchive(ctx, address, snapshotter, f, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", path, err)
 	}
 	return names, nil
+}
+
+// ImportArchive is ImportFile for an archive read from r, for a caller
+// that wants to watch the reading (a progress display counts the bytes).
+func ImportArchive(ctx context.Context, address, snapshotter string, r io.Reader, opts ...ImportOption) ([]string, error) {
+	var o importOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	dr, err := compression.DecompressStream(r)
+	if err != nil {
+		return nil, err
+	}
+	defer dr.Close()
+	return importStream(ctx, address, snapshotter, dr, o)
+}
+
+// ImportOption adjusts an import.
+type ImportOption func(*importOptions)
+
+type importOptions struct {
+	unpacking func(image string)
+}
+
+// WithUnpacking calls fn before each image is unpacked: the archive has
+// been read by then, and unpacking a large image takes a while.
+func WithUnpacking(fn func(image string)) ImportOption {
+	return func(o *importOptions) { o.unpacking = fn }
 }
 
 // ImportDir imports every *.tar, *.tar.gz and *.tgz file in dir, in name
@@ -118,7 +142,7 @@ func ImportImage(ctx context.Context, address, snapshotter, ref string, img ggcr
 		defer close(written)
 		pw.CloseWithError(tarball.Write(tag, img, pw))
 	}()
-	names, err := importStream(ctx, address, snapshotter, pr)
+	names, err := importStream(ctx, address, snapshotter, pr, importOptions{})
 	// Unblock the writer if the import stopped reading early.
 	pr.CloseWithError(errors.New("import ended"))
 	<-written
@@ -137,7 +161,7 @@ func ImportImage(ctx context.Context, address, snapshotter, ref string, img ggcr
 
 // importStream imports the archive in r, unpacks its images and waits until
 // CRI sees them.
-func importStream(ctx context.Context, address, snapshotter string, r io.Reader) ([]string, error) {
+func importStream(ctx context.Context, address, snapshotter string, r io.Reader, o importOptions) ([]string, error) {
 	c, err := newClient(address)
 	if err != nil {
 		return nil, err
@@ -173,6 +197,9 @@ func importStream(ctx context.Context, address, snapshotter string, r io.Reader)
 		names = append(names, img.Name)
 		if unpacked[img.Target.Digest.String()] {
 			continue
+		}
+		if o.unpacking != nil {
+			o.unpacking(img.Name)
 		}
 		image := client.NewImageWithPlatform(c, img, platforms.DefaultStrict())
 		if err := image.Unpack(ctx, snapshotter); err != nil {
