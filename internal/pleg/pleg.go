@@ -123,7 +123,7 @@ func (p *PLEG) Healthy() error {
 		return nil
 	}
 	if since := p.clk.Since(last); since > RelistThreshold {
-		return fmt.Errorf("pleg: relist has not completed for %s (threshold %s)", since.Round(time.Second), RelistThreshold)
+		return fmt.Errorf("relist has not completed for %s (threshold %s)", since.Round(time.Second), RelistThreshold)
 	}
 	return nil
 }
