@@ -161,28 +161,31 @@ func (m *Manager) Run(ctx context.Context) {
 	if !periodic {
 		m.log.Info("Periodic image garbage collection is off: imageGCHighThresholdPercent is 100 and imageMaximumGCAge is 0; unused images are still deleted under disk pressure")
 	}
-	// One ticker drives both, so a GC round (which detects images itself)
-	// replaces the detection it falls on rather than racing it. nextGC is
-	// read before the ticker starts, so that the tick due at nextGC is never
-	// handled a moment before it.
+	// One ticker drives both, and each tick is exactly one round: a GC when
+	// the tick is due for one (a GC detects images itself), else a
+	// detection. Deciding by the tick's own time rather than the clock's
+	// means a tick that waited while a round ran starts one round, never
+	// two. nextGC is read before the ticker starts, so that the tick due at
+	// nextGC is never a moment before it.
 	nextGC := m.clk.Now()
 	ticker := m.clk.NewTicker(min(ImageListPeriod, m.gcPeriod))
 	defer ticker.Stop()
 	m.detectPeriodically(ctx)
 	prevFailed := false
+	tick := nextGC
 	for {
-		if periodic && !m.clk.Now().Before(nextGC) {
+		if periodic && !tick.Before(nextGC) {
 			prevFailed = m.collectPeriodically(ctx, prevFailed)
-			for !nextGC.After(m.clk.Now()) {
+			for !nextGC.After(tick) {
 				nextGC = nextGC.Add(m.gcPeriod)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C():
+		case tick = <-ticker.C():
 		}
-		if !periodic || m.clk.Now().Before(nextGC) {
+		if !periodic || tick.Before(nextGC) {
 			m.detectPeriodically(ctx)
 		}
 	}
