@@ -3,9 +3,10 @@
 // berth and the kubelet can take over each other's node.
 //
 // The file is json.Marshal of {"Data": ..., "Checksum": N}, where N is the
-// FNV-32a of go-spew's text of Data (see internal/checksum). That text carries
-// the Go type names, which is why the types below keep the kubelet's names and
-// this package is called checkpoint.
+// FNV-32a of go-spew's text of Data (see internal/checksum), which hashtext.go
+// prints by hand. That text carries the Go type names; the types below keep
+// the kubelet's names, and this package is called checkpoint, so that the
+// tests can hold the hand-printed text to go-spew's.
 package checkpoint
 
 import (
@@ -14,7 +15,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/berth-dev/berth/internal/devicemanager/checkpoint/internal/checksum"
 	v1 "github.com/berth-dev/berth/internal/devicemanager/checkpoint/internal/v1"
 )
 
@@ -83,7 +83,7 @@ func Encode(entries []PodDevicesEntry, registered map[string][]string) ([]byte, 
 		registered = map[string][]string{}
 	}
 	d := checkpointData{PodDeviceEntries: entries, RegisteredDevices: registered}
-	b, err := json.Marshal(data{Data: d, Checksum: checksum.Of(d)})
+	b, err := json.Marshal(data{Data: d, Checksum: d.sum()})
 	if err != nil {
 		return nil, fmt.Errorf("encode device manager checkpoint: %w", err)
 	}
@@ -146,7 +146,7 @@ func readV2(b []byte) (reading, error) {
 		entries:    d.Data.PodDeviceEntries,
 		registered: d.Data.RegisteredDevices,
 		stored:     d.Checksum,
-		computed:   checksum.Of(d.Data),
+		computed:   d.Data.sum(),
 	}, nil
 }
 
@@ -173,7 +173,7 @@ func readV1(b []byte) (reading, error) {
 		entries:    entries,
 		registered: d.Data.RegisteredDevices,
 		stored:     d.Checksum,
-		computed:   checksum.Of(d.Data),
+		computed:   sumV1(&d),
 	}, nil
 }
 

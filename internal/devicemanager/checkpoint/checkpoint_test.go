@@ -142,42 +142,47 @@ func TestDecodeConvertsV1(t *testing.T) {
 	}
 }
 
-// TestHashInput pins the text that is hashed to the text the kubelet hashed.
+// TestHashInput pins the text that is hashed to the text the kubelet hashed,
+// both the hand-printed text and go-spew's.
 func TestHashInput(t *testing.T) {
 	tests := []struct {
 		file string
-		// parse returns the value to hash and the stored checksum.
-		parse func([]byte) (any, uint64, error)
+		// parse returns the value to hash, its printer and the stored
+		// checksum.
+		parse func([]byte) (any, func(*checksum.Printer), uint64, error)
 	}{
 		{"v2_single_numa", parseV2},
 		{"v2_empty", parseV2},
-		{"v1_k8s113_testcheckpoint_full", func(b []byte) (any, uint64, error) {
+		{"v1_k8s113_testcheckpoint_full", func(b []byte) (any, func(*checksum.Printer), uint64, error) {
 			var d v1.Data
 			err := json.Unmarshal(b, &d)
-			return d.Data, d.Checksum, err
+			return d.Data, func(p *checksum.Printer) { printV1(p, &d) }, d.Checksum, err
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			hashed, stored, err := tc.parse(readTestdata(t, tc.file+".json"))
+			hashed, print, stored, err := tc.parse(readTestdata(t, tc.file+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := string(readTestdata(t, tc.file+".hashinput.txt"))
-			if got := checksum.Input(hashed); got != want {
+			if got := checksum.Text(print); got != want {
 				t.Errorf("hash input differs:\n got %s\nwant %s", got, want)
 			}
-			if got := checksum.Of(hashed); got != stored {
+			if got := spewText(hashed); got != want {
+				t.Errorf("go-spew's hash input differs:\n got %s\nwant %s", got, want)
+			}
+			if got := checksum.Sum(print); got != stored {
 				t.Errorf("checksum %d, stored %d", got, stored)
 			}
 		})
 	}
 }
 
-func parseV2(b []byte) (any, uint64, error) {
+func parseV2(b []byte) (any, func(*checksum.Printer), uint64, error) {
 	var d data
 	err := json.Unmarshal(b, &d)
-	return d.Data, d.Checksum, err
+	return d.Data, d.Data.print, d.Checksum, err
 }
 
 func TestDecodeRejects(t *testing.T) {
@@ -263,9 +268,11 @@ func TestNUMAKeyOrder(t *testing.T) {
 	if want := `"DeviceIDs":{"-1":["b"],"0":["d"],"10":["a"],"2":["c"]}`; !bytes.Contains(b, []byte(want)) {
 		t.Errorf("JSON %s does not contain %s", b, want)
 	}
-	in := checksum.Input(checkpointData{PodDeviceEntries: entries, RegisteredDevices: map[string][]string{}})
-	if want := `DeviceIDs:(checkpoint.DevicesPerNUMA)map[-1:[b] 0:[d] 2:[c] 10:[a]]`; !strings.Contains(in, want) {
-		t.Errorf("hash input %s does not contain %s", in, want)
+	d := checkpointData{PodDeviceEntries: entries, RegisteredDevices: map[string][]string{}}
+	for _, in := range []string{checksum.Text(d.print), spewText(d)} {
+		if want := `DeviceIDs:(checkpoint.DevicesPerNUMA)map[-1:[b] 0:[d] 2:[c] 10:[a]]`; !strings.Contains(in, want) {
+			t.Errorf("hash input %s does not contain %s", in, want)
+		}
 	}
 	got, _, _, err := Decode(b)
 	if err != nil || !reflect.DeepEqual(got, entries) {

@@ -4,12 +4,13 @@
 //
 // Its package name is checkpoint, not v1, on purpose: the stored checksum
 // hashes go-spew's text of the value, which names the types as
-// "checkpoint.checkpointData" and "checkpoint.PodDevicesEntry". The current
-// format uses those same names in the parent package, so the old shape needs a
-// second package called checkpoint to be hashed as the old kubelet hashed it.
-// (The kubelet itself declares PodDevicesEntryV1 and rewrites the type names
-// in the printed text with strings.Replace, which would also rewrite those
-// words inside pod UIDs or device IDs; separate types hash the real text.)
+// "checkpoint.checkpointData" and "checkpoint.PodDevicesEntry". The parent
+// package prints that text by hand (printV1), and its tests hold it to
+// go-spew's text of these types, which is only the old kubelet's text if they
+// too live in a package called checkpoint. (The kubelet itself declares
+// PodDevicesEntryV1 and rewrites the type names in the printed text with
+// strings.Replace, which would also rewrite those words inside pod UIDs or
+// device IDs; separate types give the real text.)
 package checkpoint
 
 // PodDevicesEntry is one container's devices of one resource.
