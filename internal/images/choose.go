@@ -1,10 +1,10 @@
 package images
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -49,13 +49,44 @@ func imageFsUsage(capacity, available uint64, p Policy) (fsUsage, error) {
 
 func toInt64(v uint64) int64 { return int64(min(v, 1<<63-1)) }
 
-// sortForEviction orders images as the seed's byLastUsedAndDetected: least
-// recently used first, ties broken by first detection; the ID settles the
-// rest so that the order does not depend on map iteration.
-func sortForEviction(images []imageRecord) {
-	slices.SortFunc(images, func(a, b imageRecord) int {
-		return cmp.Or(a.lastUsed.Compare(b.lastUsed), a.firstDetected.Compare(b.firstDetected), cmp.Compare(a.id, b.id))
-	})
+// compareForEviction orders images as the seed's byLastUsedAndDetected:
+// least recently used first, ties broken by first detection; the ID settles
+// the rest so that the order does not depend on map iteration. Each key is
+// compared only when the ones before it tie (cmp.Or would compare all
+// three every time): the ID, long and with a prefix common to all, costs
+// the most. The times are not turned into integers beforehand: those of the
+// real clock carry monotonic readings, which Compare goes by when both sides
+// have one, and the zero time has no UnixNano.
+func compareForEviction(a, b *imageRecord) int {
+	if c := a.lastUsed.Compare(b.lastUsed); c != 0 {
+		return c
+	}
+	if c := a.firstDetected.Compare(b.firstDetected); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// inEvictionOrder returns copies of the images keep accepts, in eviction
+// order. It sorts pointers, not the records themselves: a record is many
+// times the size of a pointer, and the sort would move it at every swap.
+// Each record is copied once, after the sort.
+func inEvictionOrder(images []imageRecord, keep func(*imageRecord) bool) []imageRecord {
+	order := make([]*imageRecord, 0, len(images))
+	for i := range images {
+		if keep(&images[i]) {
+			order = append(order, &images[i])
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	slices.SortFunc(order, compareForEviction)
+	out := make([]imageRecord, len(order))
+	for i, r := range order {
+		out[i] = *r
+	}
+	return out
 }
 
 // protection returns why the space-freeing GC must leave img alone at now,
@@ -75,6 +106,12 @@ func protection(img imageRecord, now time.Time, minAge time.Duration) string {
 	return ""
 }
 
+// collectable reports whether protection would return "", without
+// formatting a reason nobody reads: the seed's freeSpace tests.
+func collectable(img *imageRecord, now time.Time, minAge time.Duration) bool {
+	return !img.inUse && img.pin == "" && img.lastUsed.Before(now) && now.Sub(img.firstDetected) >= minAge
+}
+
 // chooseImagesToFree returns the images the GC may remove at now to free
 // space, in the order it removes them: the seed's freeSpace candidates
 // (unused, unpinned, not used at or after now, at least minAge old), least
@@ -82,20 +119,15 @@ func protection(img imageRecord, now time.Time, minAge time.Duration) string {
 // removals that succeeded add up to what it must free; only it knows which
 // succeed.
 func chooseImagesToFree(images []imageRecord, now time.Time, minAge time.Duration) []imageRecord {
-	var out []imageRecord
-	for _, img := range images {
-		if protection(img, now, minAge) == "" {
-			out = append(out, img)
-		}
-	}
-	sortForEviction(out)
-	return out
+	return inEvictionOrder(images, func(img *imageRecord) bool {
+		return collectable(img, now, minAge)
+	})
 }
 
 // unusedFor returns how long img has gone unused at now, counted from its
 // last use or, never used, from its first detection; known is false when
 // that is the zero time (present before the first detection, never used).
-func unusedFor(img imageRecord, now time.Time) (d time.Duration, known bool) {
+func unusedFor(img *imageRecord, now time.Time) (d time.Duration, known bool) {
 	since := img.lastUsed
 	if since.IsZero() {
 		since = img.firstDetected
@@ -107,13 +139,20 @@ func unusedFor(img imageRecord, now time.Time) (d time.Duration, known bool) {
 }
 
 // overMaxAge reports whether img has gone unused for longer than maxAge at
-// now. Like the kubelet, nothing is over it until berth has itself run for
-// maxAge (since began): an image present before then was last used at an
-// unknown time.
-func overMaxAge(img imageRecord, now, began time.Time, maxAge time.Duration) bool {
-	if maxAge <= 0 || now.Sub(began) <= maxAge {
-		return false
-	}
+// now.
+func overMaxAge(img *imageRecord, now, began time.Time, maxAge time.Duration) bool {
+	return maxAgeInForce(now, began, maxAge) && unusedOver(img, now, maxAge)
+}
+
+// maxAgeInForce reports whether a maximum age removes anything at now. Like
+// the kubelet, nothing goes until berth has itself run for maxAge (since
+// began): an image present before then was last used at an unknown time.
+func maxAgeInForce(now, began time.Time, maxAge time.Duration) bool {
+	return maxAge > 0 && now.Sub(began) > maxAge
+}
+
+// unusedOver is overMaxAge once the maximum age is in force.
+func unusedOver(img *imageRecord, now time.Time, maxAge time.Duration) bool {
 	d, known := unusedFor(img, now)
 	return !known || d > maxAge
 }
@@ -123,19 +162,18 @@ func overMaxAge(img imageRecord, now, began time.Time, maxAge time.Duration) boo
 // maxAge. (Such an image is older than imageMinimumGCAge too, since a valid
 // policy has maxAge > minAge.)
 func maxAgeVictims(images []imageRecord, now, began time.Time, maxAge time.Duration) []imageRecord {
-	var out []imageRecord
-	for _, img := range images {
-		if !img.inUse && img.pin == "" && overMaxAge(img, now, began, maxAge) {
-			out = append(out, img)
-		}
+	// Tested once here rather than for every image in overMaxAge.
+	if !maxAgeInForce(now, began, maxAge) {
+		return nil
 	}
-	sortForEviction(out)
-	return out
+	return inEvictionOrder(images, func(img *imageRecord) bool {
+		return !img.inUse && img.pin == "" && unusedOver(img, now, maxAge)
+	})
 }
 
 // maxAgeReason says why a max-age victim goes, for its event.
 func maxAgeReason(img imageRecord, now, began time.Time, maxAge time.Duration) string {
-	if d, known := unusedFor(img, now); known {
+	if d, known := unusedFor(&img, now); known {
 		return fmt.Sprintf("unused for %s, over imageMaximumGCAge %s", shortDuration(d), shortDuration(maxAge))
 	}
 	return fmt.Sprintf("unused since berth started %s ago, over imageMaximumGCAge %s", shortDuration(now.Sub(began)), shortDuration(maxAge))
@@ -147,8 +185,8 @@ func verdict(img imageRecord, now, began time.Time, p Policy) string {
 	if why := protection(img, now, p.MinAge); why != "" {
 		return why
 	}
-	if overMaxAge(img, now, began, p.MaxAge) {
-		if d, known := unusedFor(img, now); known {
+	if overMaxAge(&img, now, began, p.MaxAge) {
+		if d, known := unusedFor(&img, now); known {
 			return fmt.Sprintf("older than imageMaximumGCAge (unused for %s): removed at the next GC", shortDuration(d))
 		}
 		return "older than imageMaximumGCAge (unused since berth started): removed at the next GC"

@@ -31,8 +31,7 @@ func (m *Manager) Images(ctx context.Context) ([]ImageStatus, error) {
 		return nil, err
 	}
 	now := m.clk.Now()
-	records := m.snapshot()
-	sortForEviction(records)
+	records := inEvictionOrder(m.snapshot(), func(*imageRecord) bool { return true })
 	out := make([]ImageStatus, 0, len(records))
 	for _, r := range records {
 		out = append(out, ImageStatus{
