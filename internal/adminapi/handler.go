@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -57,6 +58,19 @@ func WithStreaming(streams http.Handler) Option {
 	return func(mux *http.ServeMux) {
 		mux.Handle("/exec/", streams)
 		mux.Handle("/attach/", streams)
+	}
+}
+
+// WithProfiling serves Go's profiles (net/http/pprof) under /debug/pprof/,
+// as the kubelet's enableProfilingHandler does, but only here: a CPU
+// profile stalls nothing, yet what it reveals is root's business.
+func WithProfiling() Option {
+	return func(mux *http.ServeMux) {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -289,5 +291,28 @@ func TestClientCannotConnect(t *testing.T) {
 	c := NewClient(filepath.Join(t.TempDir(), "none.sock"))
 	if _, err := c.Apply(context.Background(), []byte(podYAML("web", "busybox:1"))); err == nil || !strings.Contains(err.Error(), "none.sock") {
 		t.Errorf("Apply without a server: %v", err)
+	}
+}
+
+// Profiles are served only when asked for, as Go's pprof formats them.
+func TestProfiling(t *testing.T) {
+	for _, tc := range []struct {
+		opts []Option
+		want int
+	}{{nil, http.StatusNotFound}, {[]Option{WithProfiling()}, http.StatusOK}} {
+		srv := httptest.NewServer(NewHandler(nil, nil, testNode, nil, tc.opts...))
+		resp, err := srv.Client().Get(srv.URL + "/debug/pprof/heap?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("with %d options: GET /debug/pprof/heap = %d, want %d", len(tc.opts), resp.StatusCode, tc.want)
+		}
+		if tc.want == http.StatusOK && !strings.Contains(string(body), "heap profile") {
+			t.Errorf("GET /debug/pprof/heap served %.80q, not a heap profile", body)
+		}
 	}
 }

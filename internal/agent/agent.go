@@ -267,7 +267,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	bg.Go(func() { merge.Run(ctx, static, applied, snapshots) })
 	bg.Go(func() {
 		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log,
-			adminapi.WithStreaming(server.NewStreamingHandler(&apiSource{loop: loop}, rt.cri, log))), log); err != nil {
+			adminapi.WithStreaming(server.NewStreamingHandler(&apiSource{loop: loop}, rt.cri, log)),
+			adminapi.WithProfiling()), log); err != nil {
 			log.Error("admin API stopped", "socket", admin.Addr().String(), "err", err)
 		}
 	})
