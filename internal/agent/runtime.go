@@ -60,7 +60,15 @@ func startRuntime(ctx context.Context, cfg *config.Config, reg prometheus.Regist
 	if h.managed != nil {
 		address := h.managed.Address()
 		h.watchEvents = func(ctx context.Context, notify func()) {
-			err := containerd.WatchTasks(ctx, address, log, func(containerd.TaskEvent) { notify() })
+			err := containerd.WatchTasks(ctx, address, log, func(ev containerd.TaskEvent) {
+				switch ev.Topic {
+				case containerd.TopicTaskOOM:
+					cri.RecordOOM(ev.ContainerID)
+				case containerd.TopicTaskExit:
+					cri.RecordExit(ev.ContainerID, runtime.Exit{Code: int32(ev.ExitCode), At: ev.At})
+				}
+				notify()
+			})
 			if err != nil && ctx.Err() == nil {
 				log.Warn("containerd event stream stopped; relying on relist", "err", err)
 			}

@@ -27,7 +27,15 @@ type Service struct {
 	is          runtimeapi.ImageServiceClient
 	callTimeout time.Duration
 	pulls       pullSet
+	exits       exits
 }
+
+// RecordExit tells the service that container id exited (the runtime's
+// event), so that it reads as exited before the CRI catches up.
+func (s *Service) RecordExit(id string, x Exit) { s.exits.record(id, x, time.Now()) }
+
+// RecordOOM tells the service that container id was killed for memory.
+func (s *Service) RecordOOM(id string) { s.exits.recordOOM(id, time.Now()) }
 
 // DialOption configures Dial.
 type DialOption func(*dialOptions)
@@ -148,7 +156,7 @@ func (s *Service) ListContainers(ctx context.Context, f *runtimeapi.ContainerFil
 	if err != nil {
 		return nil, err
 	}
-	return resp.Containers, nil
+	return s.exits.overlayList(resp.Containers, f), nil
 }
 
 // ContainerStatus returns one container's status.
@@ -159,6 +167,7 @@ func (s *Service) ContainerStatus(ctx context.Context, id string) (*runtimeapi.C
 	if err != nil {
 		return nil, err
 	}
+	s.exits.overlayStatus(resp.Status)
 	return resp.Status, nil
 }
 
