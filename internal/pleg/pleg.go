@@ -21,13 +21,21 @@ import (
 	"github.com/berth-dev/berth/internal/container"
 )
 
-// After a runtime event the PLEG relists followUps more times, 50 ms, 200 ms
-// and 800 ms later: containerd's CRI plugin applies a task event slightly
-// after containerd publishes it, so the relist the event triggers may still
-// see the old state.
-const followUps = 3
+// After a runtime event the PLEG relists followUps more times, 20, 80, 320
+// and 1,280 ms later: containerd's CRI plugin applies a task event after
+// containerd publishes it, so the relist the event triggers may still see
+// the old state. (Exits do not wait for this: the runtime service shows
+// them from the event itself.)
+const followUps = 4
 
-func followUpDelay(step int) time.Duration { return 50 * time.Millisecond << (2 * step) }
+func followUpDelay(step int) time.Duration { return 20 * time.Millisecond << (2 * step) }
+
+// eventRelistGap is the least time between two relists that events caused:
+// starting many pods at once makes several events per pod, and a relist
+// per event would list every pod's sandboxes and containers hundreds of
+// times a second, costing the runtime what the pods need. Events within
+// the gap fold into one relist at its end.
+const eventRelistGap = 20 * time.Millisecond
 
 // RelistThreshold is how long the relist may fail before berth reports itself
 // unhealthy, as the kubelet's PLEG health check does.
@@ -181,6 +189,7 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 			followUp.Stop()
 		}
 	}()
+	var lastEventRelist time.Time // zero until an event causes a relist
 	for {
 		if current, err := p.relist(ctx); err != nil {
 			p.log.Warn("relist failed", "err", err)
@@ -200,11 +209,25 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 			return
 		case <-ticker.C():
 		case <-p.trigger:
+			if wait := eventRelistGap - p.clk.Since(lastEventRelist); !lastEventRelist.IsZero() && wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-p.clk.After(wait):
+				}
+				// Triggers that came meanwhile are this relist's too.
+				select {
+				case <-p.trigger:
+				default:
+				}
+			}
 			step = 0
 			arm()
+			lastEventRelist = p.clk.Now()
 		case <-followUpC:
 			step++
 			arm()
+			lastEventRelist = p.clk.Now()
 		}
 	}
 }

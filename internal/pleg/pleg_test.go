@@ -205,3 +205,45 @@ func TestTriggerFollowUps(t *testing.T) {
 		t.Fatalf("the follow-up relist did not report the exit: %+v", ev)
 	}
 }
+
+// Events in a burst (many pods starting) fold into one relist per
+// eventRelistGap instead of one relist each.
+func TestTriggersWithinTheGapFold(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)}}
+	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan Event, 10)
+	done := make(chan struct{})
+	go func() { p.Run(ctx, events); close(done) }()
+	defer func() { cancel(); <-done }()
+	calls := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.calls
+	}
+	// waitFor waits until the PLEG has made relists calls and sleeps on
+	// waiters timers (the period's ticker is one).
+	waitFor := func(relists, waiters int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for calls() != relists || clk.Waiters() != waiters {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d relists and %d timers, want %d and %d", calls(), clk.Waiters(), relists, waiters)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(1, 1) // the first relist; the ticker
+	p.Trigger()
+	waitFor(2, 2) // at once; the ticker and the follow-up
+	p.Trigger()
+	waitFor(2, 3) // within the gap: waits for it
+	p.Trigger()
+	clk.Step(eventRelistGap)
+	waitFor(3, 2) // one relist for both triggers
+	time.Sleep(20 * time.Millisecond)
+	if calls() != 3 || clk.Waiters() != 2 {
+		t.Errorf("after the gap: %d relists and %d timers, want 3 and 2 (the folded trigger relisted again)", calls(), clk.Waiters())
+	}
+}
