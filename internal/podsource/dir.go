@@ -13,9 +13,10 @@ import (
 
 const (
 	// debounce is how long a burst of file events may settle before the
-	// rescan: copying twenty manifests in costs one or two scans, not twenty,
-	// and a person saving a file does not notice the wait.
-	debounce = 100 * time.Millisecond
+	// rescan: copying twenty manifests in costs a few scans, not twenty, and
+	// a new pod waits no longer than its runtime would notice (a pod costs
+	// the runtime 130 ms and more).
+	debounce = 20 * time.Millisecond
 	// DefaultResync is the kubelet's default file check frequency.
 	DefaultResync = 20 * time.Second
 )
