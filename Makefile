@@ -7,7 +7,7 @@ BUSYBOX   ?= /bin/busybox
 # The end-to-end tests need a 2-core CI machine's worth of time; keep well inside 90 min.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build images deps run test unit e2e vet clean
+.PHONY: all build images deps run test unit e2e vet bench clean
 
 all: build images
 
@@ -24,6 +24,7 @@ deps:
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/berth ./cmd/berth
 	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/berth-pause ./cmd/berth-pause
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-bench ./cmd/berth-bench
 
 # OCI tarballs built locally from berth-pause and Debian's busybox-static:
 # nothing is fetched from a registry.
@@ -48,6 +49,11 @@ e2e: deps build
 
 test: deps build vet
 	BERTH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# The performance harness (BENCHMARKS.md): about 15 minutes on 2 cores.
+# BENCH_FLAGS passes options, e.g. BENCH_FLAGS="--pods 10 --steady-pods 20".
+bench: deps build
+	$(BIN)/berth-bench --bin $(abspath $(BIN)) --out $(BIN)/bench.json $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

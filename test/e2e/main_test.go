@@ -40,7 +40,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		for name, pkg := range map[string]string{"berth": "../../cmd/berth", "berth-pause": "../../cmd/berth-pause"} {
+		for name, pkg := range map[string]string{"berth": "../../cmd/berth", "berth-pause": "../../cmd/berth-pause", "berth-bench": "../../cmd/berth-bench"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+)
+
+// containerStarts returns, for each pod name, when the runtime started the
+// last of its running containers: the pod's "all containers started".
+func (n *node) containerStarts(ctx context.Context, namespace string) (map[string]time.Time, error) {
+	cs, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{container.LabelPodNamespace: namespace},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	for _, c := range cs {
+		st, err := n.cri.ContainerStatus(ctx, c.Id)
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
+		}
+		pod := c.Labels[container.LabelPodName]
+		if at := time.Unix(0, st.StartedAt); at.After(out[pod]) {
+			out[pod] = at
+		}
+	}
+	return out, nil
+}
+
+// runningContainerID is the ID of pod's one running container.
+func (n *node) runningContainerID(ctx context.Context, namespace, pod string) (string, error) {
+	cs, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{container.LabelPodNamespace: namespace, container.LabelPodName: pod},
+	})
+	if err != nil {
+		return "", err
+	}
+	if len(cs) != 1 {
+		return "", fmt.Errorf("pod %s/%s has %d running containers, want 1", namespace, pod, len(cs))
+	}
+	return cs[0].Id, nil
+}
+
+// containerPid is the pid of a running container's process.
+func (n *node) containerPid(ctx context.Context, id string) (int, error) {
+	resp, err := n.cri.Runtime().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		return 0, err
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(resp.Info["info"]), &info); err != nil || info.Pid <= 1 {
+		return 0, fmt.Errorf("container %s: no pid in the runtime's info (%v)", id, err)
+	}
+	return info.Pid, nil
+}
+
+// floorPod is one pod as the harness itself asks the runtime for it:
+// RunPodSandbox, CreateContainer, StartContainer, nothing else.
+type floorPod struct {
+	name        string
+	hostNetwork bool
+	command     []string
+}
+
+// runFloor starts pods all at once with direct CRI calls and returns, for
+// each, the time from start to its container started by the runtime's own
+// clock, and the sandboxes to remove.
+func (n *node) runFloor(ctx context.Context, pods []floorPod) ([]time.Duration, []string, error) {
+	ids := make([]string, len(pods))
+	errs := make([]error, len(pods))
+	started := make([]time.Time, len(pods))
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Go(func() {
+			ids[i], errs[i] = n.runFloorPod(ctx, p, &started[i])
+		})
+	}
+	wg.Wait()
+	var out []time.Duration
+	var sandboxes []string
+	for i := range pods {
+		if ids[i] != "" {
+			sandboxes = append(sandboxes, ids[i])
+		}
+		if errs[i] != nil {
+			return nil, sandboxes, fmt.Errorf("floor pod %s: %w", pods[i].name, errs[i])
+		}
+		out = append(out, started[i].Sub(begin))
+	}
+	return out, sandboxes, nil
+}
+
+func floorSandbox(p floorPod, logs string) *runtimeapi.PodSandboxConfig {
+	ns, hostname := runtimeapi.NamespaceMode_POD, p.name
+	if p.hostNetwork {
+		ns, hostname = runtimeapi.NamespaceMode_NODE, "" // containerd wants no hostname on the host's network
+	}
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: p.name, Namespace: "bench-floor", Uid: p.name},
+		Hostname:     hostname,
+		LogDirectory: filepath.Join(logs, p.name),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: ns, Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
+	}
+}
+
+// startFloorContainer creates and starts attempt of p's container and
+// returns its ID and the runtime's start time.
+func (n *node) startFloorContainer(ctx context.Context, sandboxID string, sb *runtimeapi.PodSandboxConfig, p floorPod, attempt uint32) (string, time.Time, error) {
+	cid, err := n.cri.CreateContainer(ctx, sandboxID, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "main", Attempt: attempt},
+		Image:    &runtimeapi.ImageSpec{Image: busyboxRef},
+		Command:  p.command,
+		LogPath:  fmt.Sprintf("main/%d.log", attempt),
+	}, sb)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := n.cri.StartContainer(ctx, cid); err != nil {
+		return cid, time.Time{}, err
+	}
+	st, err := n.cri.ContainerStatus(ctx, cid)
+	if err != nil {
+		return cid, time.Time{}, err
+	}
+	return cid, time.Unix(0, st.StartedAt), nil
+}
+
+// reactionFloor kills a container's process kills times, each time
+// creating and starting the replacement at once, and returns the times
+// from each kill to the replacement's start.
+func (n *node) reactionFloor(ctx context.Context, kills int) (took []time.Duration, err error) {
+	p := floorPod{name: "react-floor", hostNetwork: true, command: sleepCommand}
+	sb := floorSandbox(p, filepath.Join(n.root, "floor-logs"))
+	id, err := n.cri.RunPodSandbox(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if rmErr := n.removeSandboxes(ctx, []string{id}); err == nil {
+			err = rmErr
+		}
+	}()
+	cid, _, err := n.startFloorContainer(ctx, id, sb, p, 0)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; attempt <= kills; attempt++ {
+		pid, err := n.containerPid(ctx, cid)
+		if err != nil {
+			return nil, err
+		}
+		killed := time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return nil, fmt.Errorf("kill pid %d: %w", pid, err)
+		}
+		var started time.Time
+		if cid, started, err = n.startFloorContainer(ctx, id, sb, p, uint32(attempt)); err != nil {
+			return nil, err
+		}
+		took = append(took, started.Sub(killed))
+	}
+	return took, nil
+}
+
+func (n *node) runFloorPod(ctx context.Context, p floorPod, started *time.Time) (string, error) {
+	sb := floorSandbox(p, filepath.Join(n.root, "floor-logs"))
+	id, err := n.cri.RunPodSandbox(ctx, sb)
+	if err != nil {
+		return "", err
+	}
+	_, *started, err = n.startFloorContainer(ctx, id, sb, p, 0)
+	return id, err
+}
+
+// removeSandboxes stops and removes what runFloor made.
+func (n *node) removeSandboxes(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		if err := n.cri.StopPodSandbox(ctx, id); err != nil {
+			return err
+		}
+		if err := n.cri.RemovePodSandbox(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,434 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/adminapi"
+	"github.com/berth-dev/berth/internal/imagebuild"
+	"github.com/berth-dev/berth/internal/runtime"
+)
+
+const (
+	// busyboxRef names the busybox image the harness imports.
+	busyboxRef = "berth.local/busybox:bench"
+	// nodeName is the berth's node name: static pods are named after it.
+	nodeName = "bench"
+)
+
+// staticPodName is the name berth gives the pod of manifest name: the
+// kubelet's, with the node's name appended.
+func staticPodName(name string) string { return name + "-" + nodeName }
+
+// NodeOptions say how to run the berth under test.
+type NodeOptions struct {
+	BinDir  string // holds berth and berth-pause
+	Busybox string // a static busybox binary, packaged as the workload image
+	MaxPods int
+	// ExtraArgs go to `berth run` after the harness's own, e.g.
+	// --log-level=debug or a --config to compare.
+	ExtraArgs []string
+	// KeepLog, when set, receives berth's log when the node is removed.
+	KeepLog string
+	Log     *slog.Logger
+}
+
+// node is one berth on its own root dir, managed containerd, ports, pod
+// network and cgroup root, and the harness's direct CRI connection to that
+// containerd (for the floor and for the runtime's own timestamps).
+type node struct {
+	opts       NodeOptions
+	root       string
+	manifests  string
+	port       int
+	bridge     string
+	cidr       string
+	cgroupRoot string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	logFile    *os.File
+	cri        *runtime.Service
+	http       *http.Client
+	admin      *http.Client
+}
+
+// startNode starts berth and waits until its API answers and its
+// containerd takes CRI calls.
+func startNode(ctx context.Context, opts NodeOptions) (*node, error) {
+	root, err := os.MkdirTemp("/tmp", "berth-bench-") // short: unix socket paths are limited
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	n := &node{
+		opts:       opts,
+		root:       root,
+		manifests:  filepath.Join(root, "manifests"),
+		port:       port,
+		bridge:     fmt.Sprintf("bbench%04x", rand.IntN(0xffff)),
+		cidr:       fmt.Sprintf("10.%d.0.0/20", 64+rand.IntN(64)), // 4,094 pod IPs
+		cgroupRoot: fmt.Sprintf("/berth-bench-%08x", rand.Uint32()),
+		http:       &http.Client{Timeout: 30 * time.Second},
+	}
+	sock := adminapi.SocketPath(root)
+	n.admin = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	if err := n.start(ctx); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *node) start(ctx context.Context) error {
+	for _, d := range []string{n.manifests, filepath.Join(n.root, "images")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	img, err := imagebuild.BusyboxImage(n.opts.Busybox)
+	if err != nil {
+		return fmt.Errorf("build the busybox image from %s: %w", n.opts.Busybox, err)
+	}
+	if err := imagebuild.WriteTarball(filepath.Join(n.root, "images", "busybox.tar"), busyboxRef, img); err != nil {
+		return err
+	}
+	n.logFile, err = os.Create(filepath.Join(n.root, "berth.log"))
+	if err != nil {
+		return err
+	}
+	n.cmd = exec.Command(filepath.Join(n.opts.BinDir, "berth"), "run",
+		"--root-dir", n.root,
+		"--node-name", nodeName,
+		"--pod-manifest-path", n.manifests,
+		"--read-only-port", strconv.Itoa(n.port),
+		"--pod-cidr", n.cidr,
+		"--cni-bridge", n.bridge,
+		"--cgroup-root", n.cgroupRoot,
+		"--pause-binary", filepath.Join(n.opts.BinDir, "berth-pause"),
+		"--device-plugin-dir", filepath.Join(n.root, "device-plugins"),
+		"--pod-resources-dir", filepath.Join(n.root, "pod-resources"),
+		"--pod-logs-dir", filepath.Join(n.root, "pod-logs"),
+		"--max-pods", strconv.Itoa(n.opts.MaxPods),
+		"--logging-format", "json",
+	)
+	n.cmd.Args = append(n.cmd.Args, n.opts.ExtraArgs...)
+	n.cmd.Stdout, n.cmd.Stderr = n.logFile, n.logFile
+	if err := n.cmd.Start(); err != nil {
+		return fmt.Errorf("start berth: %w", err)
+	}
+	n.exited = make(chan struct{})
+	go func() {
+		_ = n.cmd.Wait()
+		close(n.exited)
+	}()
+	err = poll(ctx, 2*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		select {
+		case <-n.exited:
+			return false, fmt.Errorf("berth exited during start-up:\n%s", n.logTail())
+		default:
+		}
+		_, err := n.get(ctx, "/healthz")
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("berth's API: %w", err)
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n.cri, err = runtime.Dial(dialCtx, "unix://"+filepath.Join(n.root, "containerd", "containerd.sock"))
+	if err != nil {
+		return fmt.Errorf("connect to berth's containerd: %w", err)
+	}
+	return nil
+}
+
+// berthPid is the berth process; containerdPid its managed containerd.
+func (n *node) berthPid() int { return n.cmd.Process.Pid }
+
+func (n *node) containerdPid() (int, error) {
+	data, err := os.ReadFile(filepath.Join(n.root, "containerd", "containerd.pid"))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return 0, fmt.Errorf("containerd.pid holds %q", data)
+	}
+	return pid, nil
+}
+
+// shimPids are the runtime shims of this node's containerd.
+func (n *node) shimPids() []int {
+	return pidsWithArg("containerd-shim", n.root+"/")
+}
+
+func (n *node) get(ctx context.Context, path string) ([]byte, error) {
+	return getBody(ctx, n.http, fmt.Sprintf("http://127.0.0.1:%d%s", n.port, path))
+}
+
+func getBody(ctx context.Context, c *http.Client, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, bytes.TrimSpace(body))
+	}
+	return body, nil
+}
+
+// pods is berth's /pods.
+func (n *node) pods(ctx context.Context) ([]v1.Pod, error) {
+	body, err := n.get(ctx, "/pods")
+	if err != nil {
+		return nil, err
+	}
+	var list v1.PodList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("decode /pods: %w", err)
+	}
+	return list.Items, nil
+}
+
+// metrics is berth's /metrics, parsed by Prometheus' own parser.
+func (n *node) metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	body, err := n.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(bytes.NewReader(body))
+}
+
+// profile writes a CPU profile of berth over d to path, from the admin
+// socket's pprof.
+func (n *node) profile(ctx context.Context, d time.Duration, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+	defer cancel()
+	body, err := getBody(ctx, n.admin, fmt.Sprintf("http://berth/debug/pprof/profile?seconds=%d", int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
+}
+
+// profileInBackground profiles berth for d into dir/name, if dir is set;
+// the channel tells when it is done.
+func (n *node) profileInBackground(ctx context.Context, dir string, d time.Duration, name string) <-chan error {
+	done := make(chan error, 1)
+	if dir == "" {
+		done <- nil
+		return done
+	}
+	go func() { done <- n.profile(ctx, d, filepath.Join(dir, name)) }()
+	return done
+}
+
+// writeManifest drops a manifest in atomically, as an editor's rename would.
+func (n *node) writeManifest(name, content string) error {
+	tmp := filepath.Join(n.root, "."+name)
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(n.manifests, name))
+}
+
+// clearManifests removes every manifest and waits until berth has removed
+// every sandbox of its containerd: the next phase starts on an empty node.
+func (n *node) clearManifests(ctx context.Context, timeout time.Duration) error {
+	entries, err := os.ReadDir(n.manifests)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(n.manifests, e.Name())); err != nil {
+			return err
+		}
+	}
+	return n.waitNoSandboxes(ctx, timeout)
+}
+
+func (n *node) waitNoSandboxes(ctx context.Context, timeout time.Duration) error {
+	return poll(ctx, timeout, 200*time.Millisecond, func() (bool, error) {
+		sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+		return err == nil && len(sbs) == 0, nil
+	})
+}
+
+// close stops berth and removes everything the node made on the host:
+// its sandboxes, its containerd, mounts, cgroups, bridge and root dir.
+func (n *node) close() error {
+	var errs []error
+	// SIGKILL leaves berth's containerd running, so the sandboxes can be
+	// removed through it (a graceful stop would stop containerd too).
+	if n.cmd != nil && n.cmd.Process != nil && n.cmd.Process.Pid > 0 {
+		_ = syscall.Kill(n.cmd.Process.Pid, syscall.SIGKILL)
+		<-n.exited
+	}
+	if n.cri != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+		errs = append(errs, err)
+		for _, sb := range sbs {
+			errs = append(errs, n.cri.StopPodSandbox(ctx, sb.Id), n.cri.RemovePodSandbox(ctx, sb.Id))
+		}
+		cancel()
+		n.cri.Close()
+	}
+	if pid, err := n.containerdPid(); err == nil {
+		stopProcess(pid)
+	}
+	for _, pid := range pidsWithArg("", n.root+"/") {
+		if pid > 1 && pid != os.Getpid() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	errs = append(errs, unmountUnder(n.root), removeCgroups(n.cgroupRoot))
+	_ = exec.Command("ip", "link", "del", n.bridge).Run() // exists only once a bridge pod ran
+	if n.logFile != nil {
+		n.logFile.Close()
+	}
+	if n.opts.KeepLog != "" {
+		if data, err := os.ReadFile(filepath.Join(n.root, "berth.log")); err == nil {
+			errs = append(errs, os.WriteFile(n.opts.KeepLog, data, 0o644))
+		}
+	}
+	errs = append(errs, os.RemoveAll(n.root))
+	return errors.Join(errs...)
+}
+
+func (n *node) logTail() string {
+	data, _ := os.ReadFile(filepath.Join(n.root, "berth.log"))
+	if len(data) > 4000 {
+		data = data[len(data)-4000:]
+	}
+	return string(data)
+}
+
+func stopProcess(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 200 && alive(pid); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// alive reports whether pid runs; a zombie counts as gone.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(data), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+func unmountUnder(dir string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	var targets []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			targets = append(targets, fields[4])
+		}
+	}
+	var errs []error
+	for i := len(targets) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(targets[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", targets[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroups removes the cgroup tree at root in every hierarchy,
+// deepest first.
+func removeCgroups(root string) error {
+	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
+	mounts = append(mounts, "/sys/fs/cgroup")
+	var errs []error
+	for _, m := range mounts {
+		var dirs []string
+		_ = filepath.WalkDir(filepath.Join(m, root), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[i], err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// poll calls f every interval until it reports done, returns an error, or
+// timeout passes.
+func poll(ctx context.Context, timeout, interval time.Duration, f func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done, err := f()
+		if err != nil || done {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+)
+
+// ReactionResult is how fast berth replaces a container whose process was
+// killed: from the kill to the runtime starting the replacement.
+type ReactionResult struct {
+	Kills   int     `json:"kills"`
+	Restart Latency `json:"restart"`
+	// The restart in three parts, by the runtime's own timestamps: the
+	// kill to the runtime's record of the exit; the exit to the runtime
+	// creating the replacement (berth noticing and deciding, and the
+	// runtime's lag in publishing the exit); creating to started (the
+	// runtime's create and start).
+	Exit           Latency `json:"exit"`
+	Decide         Latency `json:"decide"`
+	CreateAndStart Latency `json:"create_and_start"`
+	// Floor is the same kill with the harness as a perfect agent: it kills
+	// the process and at once creates and starts the replacement through
+	// the CRI, from the kill to the runtime's start.
+	Floor Latency `json:"floor"`
+}
+
+// runReaction kills one container in each of kills pods, one pod at a
+// time, so that every kill is its container's first and the crash-loop
+// back-off (which starts only after a restart) never delays it.
+func runReaction(ctx context.Context, n *node, kills int) (ReactionResult, error) {
+	res := ReactionResult{Kills: kills}
+	names := make([]string, kills)
+	for i := range names {
+		names[i] = fmt.Sprintf("react-%03d", i)
+		if err := n.writeManifest(names[i]+".yaml", reactionManifest(names[i])); err != nil {
+			return res, err
+		}
+	}
+	err := poll(ctx, 5*time.Minute, 200*time.Millisecond, func() (bool, error) {
+		starts, err := n.containerStarts(ctx, startupNamespace)
+		return err == nil && len(starts) == kills, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("reaction pods running: %w", err)
+	}
+	var took, exit, decide, createStart []time.Duration
+	for _, name := range names {
+		r, err := killAndWait(ctx, n, staticPodName(name))
+		if err != nil {
+			return res, err
+		}
+		took = append(took, r.started.Sub(r.killed))
+		exit = append(exit, r.finished.Sub(r.killed))
+		decide = append(decide, r.created.Sub(r.finished))
+		createStart = append(createStart, r.started.Sub(r.created))
+	}
+	res.Restart, res.Exit, res.Decide, res.CreateAndStart = Summarize(took), Summarize(exit), Summarize(decide), Summarize(createStart)
+	if err := n.clearManifests(ctx, 5*time.Minute); err != nil {
+		return res, err
+	}
+	floor, err := n.reactionFloor(ctx, kills)
+	if err != nil {
+		return res, fmt.Errorf("reaction floor: %w", err)
+	}
+	res.Floor = Summarize(floor)
+	return res, nil
+}
+
+// restart is one kill and its replacement: when the harness killed the
+// process, and the runtime's times for the old container's exit and the
+// new one's creation and start.
+type restart struct {
+	killed, finished, created, started time.Time
+}
+
+// killAndWait kills pod's container process and waits for the runtime to
+// start its replacement. The harness polls for the replacement, but the
+// times are the runtime's own, so the polling's pace does not show in them.
+func killAndWait(ctx context.Context, n *node, pod string) (restart, error) {
+	var r restart
+	old, err := n.runningContainerID(ctx, startupNamespace, pod)
+	if err != nil {
+		return r, err
+	}
+	pid, err := n.containerPid(ctx, old)
+	if err != nil {
+		return r, err
+	}
+	r.killed = time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return r, fmt.Errorf("kill the container of %s (pid %d): %w", pod, pid, err)
+	}
+	var replacement string
+	err = poll(ctx, time.Minute, 5*time.Millisecond, func() (bool, error) {
+		id, err := n.runningContainerID(ctx, startupNamespace, pod)
+		if err == nil && id != old {
+			replacement = id
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("no replacement for the container of %s: %w", pod, err)
+	}
+	st, err := n.cri.ContainerStatus(ctx, replacement)
+	if err != nil {
+		return r, err
+	}
+	r.created, r.started = time.Unix(0, st.CreatedAt), time.Unix(0, st.StartedAt)
+	if st, err = n.cri.ContainerStatus(ctx, old); err != nil {
+		return r, fmt.Errorf("the killed container of %s: %w", pod, err)
+	}
+	r.finished = time.Unix(0, st.FinishedAt)
+	return r, nil
+}

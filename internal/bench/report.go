@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// SchemaVersion changes whenever a field of Report is renamed, removed or
+// changes meaning, so that two reports compare only when they agree.
+const SchemaVersion = 1
+
+// Report is the harness's JSON. Every field is always present (a scenario
+// that was not run is an empty list), so two runs compare field by field.
+type Report struct {
+	Schema    int              `json:"schema"`
+	StartedAt time.Time        `json:"started_at"`
+	Machine   Machine          `json:"machine"`
+	Options   ReportOptions    `json:"options"`
+	Startup   []StartupResult  `json:"startup"`
+	Reaction  []ReactionResult `json:"reaction"`
+	Steady    []SteadyResult   `json:"steady"`
+	Density   []DensityResult  `json:"density"`
+	Decisions []Decision       `json:"decisions"`
+	Targets   []Target         `json:"targets"`
+}
+
+// Machine is where the figures come from.
+type Machine struct {
+	CPUModel      string  `json:"cpu_model"`
+	CPUs          int     `json:"cpus"`
+	MemoryGiB     float64 `json:"memory_gib"`
+	Kernel        string  `json:"kernel"`
+	CgroupVersion int     `json:"cgroup_version"`
+	Runtime       string  `json:"runtime"` // the CRI runtime's name and version
+	Go            string  `json:"go"`
+	Berth         string  `json:"berth"` // berth version
+}
+
+// ReportOptions are the sizes the run used.
+type ReportOptions struct {
+	StartupPods    int     `json:"startup_pods"`
+	ReactionKills  int     `json:"reaction_kills"`
+	SteadyPods     []int   `json:"steady_pods"`
+	SteadySeconds  float64 `json:"steady_seconds"`
+	DensityPods    []int   `json:"density_pods"`
+	DensitySeconds float64 `json:"density_seconds"`
+}
+
+// Target is one of the issue's targets against what was measured.
+type Target struct {
+	Name     string  `json:"name"`
+	Limit    string  `json:"limit"`
+	Measured float64 `json:"measured"`
+	Unit     string  `json:"unit"`
+	Met      bool    `json:"met"`
+}
+
+// evaluateTargets checks the issue's targets against r. A target whose
+// scenario did not run at the size the target names is left out.
+func evaluateTargets(r *Report) []Target {
+	var ts []Target
+	for _, s := range r.Startup {
+		ts = append(ts,
+			Target{Name: fmt.Sprintf("start-up overhead p50, %d pods, %s", s.Pods, s.Network), Limit: "<= 1.10", Measured: s.Overhead.P50, Unit: "x floor", Met: s.Overhead.P50 > 0 && s.Overhead.P50 <= 1.10},
+			Target{Name: fmt.Sprintf("start-up overhead p99, %d pods, %s", s.Pods, s.Network), Limit: "<= 1.25", Measured: s.Overhead.P99, Unit: "x floor", Met: s.Overhead.P99 > 0 && s.Overhead.P99 <= 1.25},
+		)
+	}
+	for _, re := range r.Reaction {
+		ts = append(ts, Target{Name: "reaction p50, kill to replacement started", Limit: "<= 100", Measured: re.Restart.P50, Unit: "ms", Met: re.Restart.N > 0 && re.Restart.P50 <= 100})
+	}
+	for _, s := range r.Steady {
+		if s.Pods != 100 {
+			continue
+		}
+		ts = append(ts,
+			Target{Name: "steady state, 100 pods: berth CPU", Limit: "<= 0.05", Measured: s.Berth.Cores, Unit: "cores", Met: s.Berth.Cores <= 0.05},
+			Target{Name: "steady state, 100 pods: berth peak RSS", Limit: "<= 60", Measured: s.Berth.PeakRSS, Unit: "MiB", Met: s.Berth.PeakRSS > 0 && s.Berth.PeakRSS <= 60},
+		)
+	}
+	for _, d := range r.Density {
+		if d.Pods != 500 {
+			continue
+		}
+		ts = append(ts,
+			Target{Name: "density, 500 pods: Running", Limit: "= 500", Measured: float64(d.Running), Unit: "pods", Met: d.Running == 500},
+			Target{Name: "density, 500 pods: status freshness max", Limit: "<= 2000", Measured: d.StatusFreshness.Max, Unit: "ms", Met: d.StatusFreshness.N > 0 && d.StatusFreshness.Max <= 2000},
+		)
+	}
+	limits := map[string]float64{
+		"BenchmarkChoosePreemptionVictims1000": 1e6,
+		"BenchmarkImageGCChoice10000":          10e6,
+		"BenchmarkCheckpointWrite1000":         5e6,
+	}
+	for _, d := range r.Decisions {
+		if limit, ok := limits[d.Name]; ok {
+			ts = append(ts, Target{Name: d.Name, Limit: fmt.Sprintf("< %g", limit/1e6), Measured: round3(d.NsPerOp / 1e6), Unit: "ms", Met: d.NsPerOp < limit})
+		}
+	}
+	return ts
+}
+
+// describeMachine reads what the figures depend on.
+func describeMachine(runtimeVersion, berthVersion string) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Runtime: runtimeVersion, Berth: berthVersion, CgroupVersion: 1}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb uint64
+		if _, err := fmt.Sscanf(string(data), "MemTotal: %d kB", &kb); err == nil {
+			m.MemoryGiB = float64(int64(float64(kb)/(1<<20)*10+0.5)) / 10
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		m.CgroupVersion = 2
+	}
+	return m
+}
+
+// WriteTable prints r for people: one section per scenario, then the
+// targets.
+func WriteTable(w io.Writer, r *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	m := r.Machine
+	p("machine\t%s, %d CPUs, %.1f GiB, kernel %s, cgroup v%d, %s, %s, berth %s\n\n", m.CPUModel, m.CPUs, m.MemoryGiB, m.Kernel, m.CgroupVersion, m.Runtime, m.Go, m.Berth)
+	if len(r.Startup) > 0 {
+		p("START-UP (ms from the drop)\tpods\tp50\tp90\tp99\tmax\n")
+		for _, s := range r.Startup {
+			p("%s: berth Running\t%d\t%.0f\t%.0f\t%.0f\t%.0f\n", s.Network, s.Pods, s.Running.P50, s.Running.P90, s.Running.P99, s.Running.Max)
+			p("%s: CRI floor\t%d\t%.0f\t%.0f\t%.0f\t%.0f\n", s.Network, s.Pods, s.Floor.P50, s.Floor.P90, s.Floor.P99, s.Floor.Max)
+			p("%s: berth / floor\t\t%.2f\t%.2f\t%.2f\t%.2f\n", s.Network, s.Overhead.P50, s.Overhead.P90, s.Overhead.P99, s.Overhead.Max)
+			p("%s: berth Ready\t%d\t%.0f\t%.0f\t%.0f\t%.0f\n", s.Network, s.Pods, s.Ready.P50, s.Ready.P90, s.Ready.P99, s.Ready.Max)
+			p("%s: CPU seconds\tberth %.2f, runtime for berth %.2f, runtime for the floor %.2f\n", s.Network, s.CPU.Berth, s.CPU.RuntimeBerth, s.CPU.RuntimeFloor)
+			var calls []string
+			for _, c := range s.CRICallsPerPod {
+				calls = append(calls, fmt.Sprintf("%s %.1f", c.Operation, c.Calls))
+			}
+			p("%s: berth's CRI calls per pod\t%s\n", s.Network, strings.Join(calls, ", "))
+			ph := s.PhasesMeanMs
+			p("%s: berth's phases (mean ms)\tadmission %.1f, sandbox %.1f, image %.1f, create %.1f, start %.1f\n", s.Network, ph.Admission, ph.Sandbox, ph.ImagePull, ph.ContainerCreate, ph.ContainerStart)
+		}
+		p("\n")
+	}
+	for _, re := range r.Reaction {
+		p("REACTION (ms, restartPolicy Always)\tkills\tp50\tp90\tp99\tmax\n")
+		for _, l := range []struct {
+			name string
+			l    Latency
+		}{{"kill to replacement started", re.Restart}, {"  kill to exit recorded", re.Exit}, {"  exit to replacement created", re.Decide}, {"  created to started", re.CreateAndStart}, {"floor: kill, then create and start at once", re.Floor}} {
+			p("%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\n", l.name, re.Kills, l.l.P50, l.l.P90, l.l.P99, l.l.Max)
+		}
+		p("\n")
+	}
+	if len(r.Steady) > 0 {
+		p("STEADY STATE\tpods\tprobes/s\tcores\tpeak MiB\tfinal MiB\tprocesses\n")
+		for _, s := range r.Steady {
+			p("pods %d: %.0f probes/s, %.1f failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.ProbesPerSecond, s.FailedProbesPerSecond, s.Restarts, s.ReadyAtEnd)
+			for _, u := range []struct {
+				name string
+				u    Usage
+			}{{"berth", s.Berth}, {"containerd (+children)", s.Containerd}, {"shims (+runc)", s.Shims}} {
+				p("%s\t%d\t%.0f\t%.3f\t%.1f\t%.1f\t%d\n", u.name, s.Pods, s.ProbesPerSecond, u.u.Cores, u.u.PeakRSS, u.u.FinalRSS, u.u.Processes)
+			}
+		}
+		p("\n")
+	}
+	if len(r.Density) > 0 {
+		p("DENSITY\tpods\tRunning\tall Running s\trelist mean/p99 ms\tsync mean/p99 ms\tfresh p50/max ms\tberth cores\tberth MiB\n")
+		for _, d := range r.Density {
+			p("%s\t%d\t%d\t%.1f\t%.1f / %.0f\t%.1f / %.0f\t%.0f / %.0f\t%.3f\t%.1f\n", d.Network, d.Pods, d.Running, d.AllRunningSeconds,
+				d.RelistMeanMs, d.RelistP99Ms, d.PodSyncMeanMs, d.PodSyncP99Ms, d.StatusFreshness.P50, d.StatusFreshness.Max, d.Berth.Cores, d.Berth.PeakRSS)
+		}
+		p("\n")
+	}
+	if len(r.Decisions) > 0 {
+		p("DECISIONS\tms/op\tB/op\tallocs/op\n")
+		for _, d := range r.Decisions {
+			p("%s\t%.3f\t%.0f\t%.0f\n", d.Name, d.NsPerOp/1e6, d.BytesPerOp, d.AllocsPerOp)
+		}
+		p("\n")
+	}
+	if len(r.Targets) > 0 {
+		p("TARGET\tlimit\tmeasured\t\n")
+		for _, t := range r.Targets {
+			verdict := "met"
+			if !t.Met {
+				verdict = "MISSED"
+			}
+			p("%s\t%s %s\t%g\t%s\n", t.Name, t.Limit, t.Unit, t.Measured, verdict)
+		}
+	}
+	return tw.Flush()
+}

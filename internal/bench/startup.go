@@ -1,0 +1,218 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+)
+
+// StartupResult is one start-up round: N pods on one network, through berth
+// and through direct CRI calls.
+type StartupResult struct {
+	Network string  `json:"network"` // "host" or "bridge"
+	Pods    int     `json:"pods"`
+	Running Latency `json:"running"` // drop to the runtime starting the pod's last container
+	Ready   Latency `json:"ready"`   // drop to berth reporting the pod Ready (/pods, polled)
+	Floor   Latency `json:"floor"`   // the same pods by direct CRI calls, all at once
+	// Overhead is Running over Floor, percentile by percentile.
+	Overhead Ratio `json:"overhead"`
+	// CPU is what the round cost each side in CPU seconds: berth itself,
+	// and the runtime (containerd, shims and their runc children) for
+	// berth's pods and for the floor's.
+	CPU StartupCPU `json:"cpu_seconds"`
+	// CRICallsPerPod are berth's runtime calls in the round, per pod, by
+	// CRI method (kubelet_runtime_operations_total), the busiest first.
+	CRICallsPerPod []CRICalls `json:"cri_calls_per_pod"`
+	// PhasesMeanMs is berth's own account of where the time went, from
+	// berth_pod_start_phase_duration_seconds: the mean of each phase.
+	PhasesMeanMs PodStartPhases `json:"phases_mean_ms"`
+}
+
+// StartupCPU is the CPU a start-up round cost, in seconds.
+type StartupCPU struct {
+	Berth        float64 `json:"berth"`
+	RuntimeBerth float64 `json:"runtime_for_berth"`
+	RuntimeFloor float64 `json:"runtime_for_floor"`
+}
+
+// CRICalls is how often berth called one CRI method.
+type CRICalls struct {
+	Operation string  `json:"operation"`
+	Calls     float64 `json:"calls"`
+}
+
+func criCallsSince(before, after map[string]*dto.MetricFamily, pods int) []CRICalls {
+	const name = "kubelet_runtime_operations_total"
+	ops := map[string]bool{}
+	for _, m := range after[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "operation_type" {
+				ops[l.GetValue()] = true
+			}
+		}
+	}
+	var out []CRICalls
+	for op := range ops {
+		match := map[string]string{"operation_type": op}
+		if d := counterSum(after, name, match) - counterSum(before, name, match); d > 0 {
+			out = append(out, CRICalls{Operation: op, Calls: round3(d / float64(pods))})
+		}
+	}
+	slices.SortFunc(out, func(a, b CRICalls) int {
+		if c := cmp.Compare(b.Calls, a.Calls); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Operation, b.Operation)
+	})
+	return out
+}
+
+// PodStartPhases are the phases of berth_pod_start_phase_duration_seconds.
+type PodStartPhases struct {
+	Admission       float64 `json:"admission"`
+	Sandbox         float64 `json:"sandbox"`
+	ImagePull       float64 `json:"image_pull"`
+	ContainerCreate float64 `json:"container_create"`
+	ContainerStart  float64 `json:"container_start"`
+}
+
+func phasesSince(before, after map[string]*dto.MetricFamily) PodStartPhases {
+	mean := func(phase string) float64 {
+		match := map[string]string{"phase": phase}
+		return histogramOf(after, podStartPhaseMetric, match).since(histogramOf(before, podStartPhaseMetric, match)).meanMs()
+	}
+	return PodStartPhases{
+		Admission: mean("admission"), Sandbox: mean("sandbox"), ImagePull: mean("image_pull"),
+		ContainerCreate: mean("container_create"), ContainerStart: mean("container_start"),
+	}
+}
+
+const (
+	podStartPhaseMetric = "berth_pod_start_phase_duration_seconds"
+	startupNamespace    = "bench"
+	hostPortBase        = 18000
+	// readyPoll is how often the harness reads /pods for Ready: the Ready
+	// figures are as fine as this, and the polling costs berth a little.
+	readyPoll = 50 * time.Millisecond
+)
+
+// startupProfile is how long berth's CPU is profiled from the drop, when
+// profiles are asked for.
+const startupProfile = 10 * time.Second
+
+func runStartup(ctx context.Context, n *node, pods int, hostNetwork bool, profileDir string) (StartupResult, error) {
+	res := StartupResult{Network: networkName(hostNetwork), Pods: pods}
+	port := func(i int) int {
+		if hostNetwork {
+			return hostPortBase + i
+		}
+		return 8080
+	}
+
+	// The floor first: the same image, command and network, no berth.
+	var floor []floorPod
+	for i := range pods {
+		floor = append(floor, floorPod{name: fmt.Sprintf("floor-%03d", i), hostNetwork: hostNetwork, command: webCommand(port(i))})
+	}
+	floorMeter, err := newNodeMeter(n)
+	if err != nil {
+		return res, err
+	}
+	took, sandboxes, err := n.runFloor(ctx, floor)
+	floorMeter.sample()
+	res.CPU.RuntimeFloor = floorMeter.cpuSeconds(1) + floorMeter.cpuSeconds(2)
+	if rmErr := n.removeSandboxes(ctx, sandboxes); err == nil {
+		err = rmErr
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Floor = Summarize(took)
+
+	before, err := n.metrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	names := make([]string, pods)
+	for i := range pods {
+		names[i] = fmt.Sprintf("start-%03d", i)
+	}
+	meter, err := newNodeMeter(n)
+	if err != nil {
+		return res, err
+	}
+	profiled := n.profileInBackground(ctx, profileDir, startupProfile, fmt.Sprintf("berth-startup-%s-%d.pprof", networkName(hostNetwork), pods))
+	begin := time.Now()
+	for i, name := range names {
+		if err := n.writeManifest(name+".yaml", startupManifest(name, hostNetwork, port(i))); err != nil {
+			return res, err
+		}
+	}
+	ready := map[string]time.Duration{}
+	err = poll(ctx, 5*time.Minute, readyPoll, func() (bool, error) {
+		list, err := n.pods(ctx)
+		if err != nil {
+			return false, nil // berth is busy; ask again
+		}
+		at := time.Since(begin)
+		for i := range list {
+			p := &list[i]
+			if _, seen := ready[p.Name]; !seen && p.Namespace == startupNamespace && podReady(p) {
+				ready[p.Name] = at
+			}
+		}
+		return len(ready) == pods, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("%d of %d pods Ready: %w", len(ready), pods, err)
+	}
+	meter.sample()
+	res.CPU.Berth, res.CPU.RuntimeBerth = meter.cpuSeconds(0), meter.cpuSeconds(1)+meter.cpuSeconds(2)
+	starts, err := n.containerStarts(ctx, startupNamespace)
+	if err != nil {
+		return res, err
+	}
+	var running, readyTimes []time.Duration
+	for _, name := range names {
+		at, ok := starts[staticPodName(name)]
+		if !ok {
+			return res, fmt.Errorf("pod %s is Ready but the runtime runs no container of it", staticPodName(name))
+		}
+		running = append(running, at.Sub(begin))
+		readyTimes = append(readyTimes, ready[staticPodName(name)])
+	}
+	res.Running, res.Ready = Summarize(running), Summarize(readyTimes)
+	res.Overhead = ratioOf(res.Running, res.Floor)
+	after, err := n.metrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.PhasesMeanMs = phasesSince(before, after)
+	res.CRICallsPerPod = criCallsSince(before, after, pods)
+	if err := <-profiled; err != nil {
+		return res, fmt.Errorf("profile berth: %w", err)
+	}
+	return res, n.clearManifests(ctx, 5*time.Minute)
+}
+
+func networkName(hostNetwork bool) string {
+	if hostNetwork {
+		return "host"
+	}
+	return "bridge"
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SteadyResult is what a node of probed pods costs when nothing changes.
+type SteadyResult struct {
+	Pods            int     `json:"pods"`
+	WindowSeconds   float64 `json:"window_seconds"`
+	ProbesPerSecond float64 `json:"probes_per_second"` // as berth counted them: prober_probe_total
+	// FailedProbesPerSecond are probes that failed (result "failed"): on a
+	// runtime that cannot keep up with the exec probes, liveness times out.
+	FailedProbesPerSecond float64 `json:"failed_probes_per_second"`
+	// Restarts are the containers restarted in the window (liveness).
+	Restarts int `json:"restarts"`
+	// ReadyAtEnd is how many pods berth reported Ready at the window's end.
+	ReadyAtEnd int   `json:"ready_at_end"`
+	Berth      Usage `json:"berth"`
+	Containerd Usage `json:"containerd"`
+	// Shims are the runtime's per-pod shims with their runc children (the
+	// exec probes run there); their peak is the sum of each one's peak.
+	Shims Usage `json:"shims"`
+}
+
+const (
+	// steadyWarmup lets the probes settle into their periods after the
+	// last pod became Ready, before the window opens.
+	steadyWarmup = 5 * time.Second
+	sampleEvery  = time.Second
+)
+
+func runSteady(ctx context.Context, n *node, pods int, window time.Duration, profileDir string) (SteadyResult, error) {
+	res := SteadyResult{Pods: pods}
+	for i := range pods {
+		name := fmt.Sprintf("steady-%03d", i)
+		if err := n.writeManifest(name+".yaml", steadyManifest(name)); err != nil {
+			return res, err
+		}
+	}
+	// Every pod Running, not Ready: where the runtime cannot keep up with
+	// the exec probes, some never stay Ready, and that is a finding.
+	if err := waitRunning(ctx, n, pods, 10*time.Minute); err != nil {
+		return res, err
+	}
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(steadyWarmup):
+	}
+	before, err := n.metrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	restartsBefore, _, err := restartsAndReady(ctx, n)
+	if err != nil {
+		return res, err
+	}
+	meter, err := newNodeMeter(n)
+	if err != nil {
+		return res, err
+	}
+	profiled := n.profileInBackground(ctx, profileDir, window, fmt.Sprintf("berth-steady-%d.pprof", pods))
+	meter.sampleEvery(ctx, sampleEvery, window)
+	after, err := n.metrics(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.WindowSeconds = round3(time.Since(meter.start).Seconds())
+	res.Berth, res.Containerd, res.Shims = meter.usage(0), meter.usage(1), meter.usage(2)
+	res.ProbesPerSecond = round3((counterSum(after, "prober_probe_total", nil) - counterSum(before, "prober_probe_total", nil)) / res.WindowSeconds)
+	failed := map[string]string{"result": "failed"}
+	res.FailedProbesPerSecond = round3((counterSum(after, "prober_probe_total", failed) - counterSum(before, "prober_probe_total", failed)) / res.WindowSeconds)
+	restartsAfter, ready, err := restartsAndReady(ctx, n)
+	if err != nil {
+		return res, err
+	}
+	res.Restarts, res.ReadyAtEnd = restartsAfter-restartsBefore, ready
+	if err := <-profiled; err != nil {
+		return res, fmt.Errorf("profile berth: %w", err)
+	}
+	return res, n.clearManifests(ctx, 10*time.Minute)
+}
+
+// newNodeMeter follows berth, its containerd and the shims, in that order;
+// the runtime's processes with their reaped children (the shims' runc, and
+// containerd's CNI plugins and shim launches).
+func newNodeMeter(n *node) (*usageMeter, error) {
+	cpid, err := n.containerdPid()
+	if err != nil {
+		return nil, err
+	}
+	return newUsageMeter(
+		group{pids: func() []int { return []int{n.berthPid()} }},
+		group{pids: func() []int { return []int{cpid} }, withChildren: true},
+		group{pids: n.shimPids, withChildren: true},
+	), nil
+}
+
+// waitRunning waits until berth reports want pods of the bench namespace
+// Running.
+func waitRunning(ctx context.Context, n *node, want int, timeout time.Duration) error {
+	running := 0
+	err := poll(ctx, timeout, 500*time.Millisecond, func() (bool, error) {
+		list, err := n.pods(ctx)
+		if err != nil {
+			return false, nil
+		}
+		running = countRunning(list)
+		return running == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d pods Running: %w", running, want, err)
+	}
+	return nil
+}
+
+// restartsAndReady counts the bench pods' container restarts and Ready
+// pods, as berth reports them.
+func restartsAndReady(ctx context.Context, n *node) (restarts, ready int, err error) {
+	list, err := n.pods(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for i := range list {
+		p := &list[i]
+		if p.Namespace != startupNamespace {
+			continue
+		}
+		if podReady(p) {
+			ready++
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			restarts += int(cs.RestartCount)
+		}
+	}
+	return restarts, ready, nil
+}
