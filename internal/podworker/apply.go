@@ -34,6 +34,14 @@ const (
 // apply carries out plan. Failures are recorded on the worker (they become
 // the pod's status) rather than returned: one failing container must not
 // stop the others. It returns how soon to sync again, 0 for "no hurry".
+// releaseStartSlot gives back the pod-start slot this sync holds, if any.
+func (w *worker) releaseStartSlot() {
+	if w.holdsStartSlot {
+		w.holdsStartSlot = false
+		w.ws.startSlots.release()
+	}
+}
+
 func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) time.Duration {
 	d := w.ws.deps
 	if plan.KillPod {
@@ -69,6 +77,11 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: err.Error()}
 			return retryAfterError
 		}
+		if err := w.ws.startSlots.acquire(ctx); err != nil {
+			return retryAfterError
+		}
+		w.holdsStartSlot = true
+		defer w.releaseStartSlot()
 		log.Info("creating sandbox", "attempt", plan.SandboxAttempt)
 		began := d.Clock.Now()
 		sandboxID, err = d.Runtime.RunPodSandbox(ctx, sbCfg)

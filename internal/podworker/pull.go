@@ -37,18 +37,18 @@ func decidePull(policy v1.PullPolicy, present bool) pullAction {
 	return pull
 }
 
-// pullSlots bounds the pulls in flight (serializeImagePulls,
-// maxParallelImagePulls); a nil channel means no bound.
-type pullSlots chan struct{}
+// slots bounds work in flight: image pulls (serializeImagePulls,
+// maxParallelImagePulls) and pod starts; a nil channel means no bound.
+type slots chan struct{}
 
-func newPullSlots(parallel int) pullSlots {
+func newSlots(parallel int) slots {
 	if parallel <= 0 {
 		return nil
 	}
-	return make(pullSlots, parallel)
+	return make(slots, parallel)
 }
 
-func (s pullSlots) acquire(ctx context.Context) error {
+func (s slots) acquire(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (s pullSlots) acquire(ctx context.Context) error {
 	}
 }
 
-func (s pullSlots) release() {
+func (s slots) release() {
 	if s != nil {
 		<-s
 	}
@@ -91,6 +91,8 @@ func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		return "", &status.Waiting{Reason: reasonErrImageNeverPull, Message: msg}
 	}
 
+	// A pull may take minutes: it must not hold back other pods' starts.
+	w.releaseStartSlot()
 	start := d.Clock.Now()
 	w.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	if err := w.ws.pullSlots.acquire(ctx); err != nil {

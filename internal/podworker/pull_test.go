@@ -27,17 +27,17 @@ func TestDecidePull(t *testing.T) {
 	}
 }
 
-func TestPullSlots(t *testing.T) {
-	if newPullSlots(0) != nil {
+func TestSlots(t *testing.T) {
+	if newSlots(0) != nil {
 		t.Error("0 must mean no bound")
 	}
-	var none pullSlots
+	var none slots
 	if err := none.acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	none.release()
 
-	one := newPullSlots(1)
+	one := newSlots(1)
 	if err := one.acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}

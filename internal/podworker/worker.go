@@ -54,6 +54,9 @@ type worker struct {
 	// lastSynced is the spec of the last sync, nil before the first.
 	lastSynced *v1.Pod
 	startup    startTracker
+	// holdsStartSlot is set while a sync that creates the sandbox holds
+	// one of Deps.ParallelPodStarts.
+	holdsStartSlot bool
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {

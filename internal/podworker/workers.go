@@ -111,6 +111,13 @@ type Deps struct {
 	// ParallelImagePulls bounds the image pulls in flight: 1 with
 	// serializeImagePulls, else maxParallelImagePulls; 0 for no bound.
 	ParallelImagePulls int
+	// ParallelPodStarts bounds the pods starting at once (from creating
+	// the sandbox to starting the first containers, not counting image
+	// pulls); 0 for no bound. A runtime given hundreds of pods at once
+	// thrashes: on 2 cores 500 at once made containerd take longer than
+	// the CRI call timeout (2 min) for some; paced, the same pods are all
+	// Running as soon, and each far sooner.
+	ParallelPodStarts int
 	// DevicePluginWait is how long a new pod waits for the plugin of a
 	// device it needs before it is rejected.
 	DevicePluginWait time.Duration
@@ -123,7 +130,8 @@ type Workers struct {
 	deps        Deps
 	backOff     *flowcontrol.Backoff
 	pullBackOff *flowcontrol.Backoff
-	pullSlots   pullSlots
+	pullSlots   slots
+	startSlots  slots
 	httpHooks   *probe.Runner
 	ctx         context.Context
 	cancel      context.CancelFunc
@@ -144,7 +152,8 @@ func NewWorkers(ctx context.Context, deps Deps) *Workers {
 		deps:        deps,
 		backOff:     NewBackOff(deps.Clock),
 		pullBackOff: NewBackOff(deps.Clock),
-		pullSlots:   newPullSlots(deps.ParallelImagePulls),
+		pullSlots:   newSlots(deps.ParallelImagePulls),
+		startSlots:  newSlots(deps.ParallelPodStarts),
 		httpHooks:   probe.NewRunner(deps.Runtime, hookUserAgent),
 		ctx:         ctx,
 		cancel:      cancel,
