@@ -247,6 +247,20 @@ func (n *node) profile(ctx context.Context, d time.Duration, path string) error 
 	return os.WriteFile(path, body, 0o644)
 }
 
+// heapProfile writes berth's heap profile to dir/name, if dir is set.
+func (n *node) heapProfile(ctx context.Context, dir, name string) error {
+	if dir == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	body, err := getBody(ctx, n.admin, "http://berth/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), body, 0o644)
+}
+
 // profileInBackground profiles berth for d into dir/name, if dir is set;
 // the channel tells when it is done.
 func (n *node) profileInBackground(ctx context.Context, dir string, d time.Duration, name string) <-chan error {
@@ -318,6 +332,9 @@ func (n *node) close() error {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	// A process the runtime lost (a runc init of an exec probe that timed
+	// out, whose shim is gone) would keep its pod's cgroup.
+	killCgroupProcs(n.cgroupRoot)
 	errs = append(errs, unmountUnder(n.root), removeCgroups(n.cgroupRoot))
 	_ = exec.Command("ip", "link", "del", n.bridge).Run() // exists only once a bridge pod ran
 	if n.logFile != nil {
@@ -379,6 +396,35 @@ func unmountUnder(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// killCgroupProcs kills every process left in the cgroup tree at root, in
+// any hierarchy, and waits a moment for them to go.
+func killCgroupProcs(root string) {
+	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
+	mounts = append(mounts, "/sys/fs/cgroup")
+	killed := false
+	for _, m := range mounts {
+		_ = filepath.WalkDir(filepath.Join(m, root), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			for _, field := range strings.Fields(string(data)) {
+				if pid, err := strconv.Atoi(field); err == nil && pid > 1 && pid != os.Getpid() {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					killed = true
+				}
+			}
+			return nil
+		})
+	}
+	if killed {
+		time.Sleep(200 * time.Millisecond) // the kernel empties a cgroup once its processes are reaped
+	}
 }
 
 // removeCgroups removes the cgroup tree at root in every hierarchy,

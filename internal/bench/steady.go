@@ -81,6 +81,9 @@ func runSteady(ctx context.Context, n *node, pods int, window time.Duration, pro
 	if err := <-profiled; err != nil {
 		return res, fmt.Errorf("profile berth: %w", err)
 	}
+	if err := n.heapProfile(ctx, profileDir, fmt.Sprintf("berth-steady-%d.heap", pods)); err != nil {
+		return res, fmt.Errorf("heap profile of berth: %w", err)
+	}
 	return res, n.clearManifests(ctx, 10*time.Minute)
 }
 
