@@ -168,7 +168,7 @@ func WriteTable(w io.Writer, r *Report) error {
 	if len(r.Steady) > 0 {
 		p("STEADY STATE\tpods\tprobes/s\tcores\tpeak MiB\tfinal MiB\tprocesses\n")
 		for _, s := range r.Steady {
-			p("pods %d: %.0f probes/s, %.1f failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.ProbesPerSecond, s.FailedProbesPerSecond, s.Restarts, s.ReadyAtEnd)
+			p("pods %d: %d Running at the start, %.0f probes/s, %.1f failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.RunningAtStart, s.ProbesPerSecond, s.FailedProbesPerSecond, s.Restarts, s.ReadyAtEnd)
 			for _, u := range []struct {
 				name string
 				u    Usage
