@@ -75,7 +75,6 @@ Run as root, from the repository (for the decision benchmarks).`,
 			opts.Node.MaxPods = slices.Max(append(slices.Concat(steady, density), opts.StartupPods, opts.ReactionKills, 110)) + 10
 			opts.BerthVersion = berthVersion(binDir)
 			opts.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			opts.Node.Log = opts.Log
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			r, err := bench.Run(ctx, opts)

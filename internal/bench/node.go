@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/adminapi"
+	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/runtime"
 )
@@ -50,7 +50,6 @@ type NodeOptions struct {
 	ExtraArgs []string
 	// KeepLog, when set, receives berth's log when the node is removed.
 	KeepLog string
-	Log     *slog.Logger
 }
 
 // node is one berth on its own root dir, managed containerd, ports, pod
@@ -325,7 +324,7 @@ func (n *node) close() error {
 		n.cri.Close()
 	}
 	if pid, err := n.containerdPid(); err == nil {
-		stopProcess(pid)
+		hostclean.Stop(pid, 10*time.Second)
 	}
 	for _, pid := range pidsWithArg("", n.root+"/") {
 		if pid > 1 && pid != os.Getpid() {
@@ -334,8 +333,10 @@ func (n *node) close() error {
 	}
 	// A process the runtime lost (a runc init of an exec probe that timed
 	// out, whose shim is gone) would keep its pod's cgroup.
-	killCgroupProcs(n.cgroupRoot)
-	errs = append(errs, unmountUnder(n.root), removeCgroups(n.cgroupRoot))
+	if hostclean.KillCgroupProcs(n.cgroupRoot) {
+		time.Sleep(200 * time.Millisecond) // the kernel empties a cgroup once its processes are reaped
+	}
+	errs = append(errs, hostclean.UnmountUnder(n.root), hostclean.RemoveCgroups(n.cgroupRoot))
 	_ = exec.Command("ip", "link", "del", n.bridge).Run() // exists only once a bridge pod ran
 	if n.logFile != nil {
 		n.logFile.Close()
@@ -355,99 +356,6 @@ func (n *node) logTail() string {
 		data = data[len(data)-4000:]
 	}
 	return string(data)
-}
-
-func stopProcess(pid int) {
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 200 && alive(pid); i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if alive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// alive reports whether pid runs; a zombie counts as gone.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(data), ") ")
-	return !strings.HasPrefix(rest, "Z")
-}
-
-func unmountUnder(dir string) error {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return err
-	}
-	var targets []string
-	for line := range strings.SplitSeq(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			targets = append(targets, fields[4])
-		}
-	}
-	var errs []error
-	for i := len(targets) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(targets[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", targets[i], err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// killCgroupProcs kills every process left in the cgroup tree at root, in
-// any hierarchy, and waits a moment for them to go.
-func killCgroupProcs(root string) {
-	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
-	mounts = append(mounts, "/sys/fs/cgroup")
-	killed := false
-	for _, m := range mounts {
-		_ = filepath.WalkDir(filepath.Join(m, root), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return nil
-			}
-			for _, field := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(field); err == nil && pid > 1 && pid != os.Getpid() {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					killed = true
-				}
-			}
-			return nil
-		})
-	}
-	if killed {
-		time.Sleep(200 * time.Millisecond) // the kernel empties a cgroup once its processes are reaped
-	}
-}
-
-// removeCgroups removes the cgroup tree at root in every hierarchy,
-// deepest first.
-func removeCgroups(root string) error {
-	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
-	mounts = append(mounts, "/sys/fs/cgroup")
-	var errs []error
-	for _, m := range mounts {
-		var dirs []string
-		_ = filepath.WalkDir(filepath.Join(m, root), func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[i], err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func freePort() (int, error) {

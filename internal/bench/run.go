@@ -23,7 +23,7 @@ type Options struct {
 	Decisions         bool
 	SourceDir         string
 	DecisionBenchtime string
-	ProfileDir        string // where berth's CPU profiles of the steady state go; "" for none
+	ProfileDir        string // where berth's profiles (CPU of start-up and steady state, heap) go; "" for none
 	BerthVersion      string
 	Log               *slog.Logger
 }

@@ -21,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/runtime"
 )
@@ -260,25 +261,10 @@ func (n *node) stopContainerd() {
 	if err != nil || pid <= 1 {
 		return
 	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 200 && alive(pid); i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if alive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
+	hostclean.Stop(pid, 10*time.Second)
 }
 
-// alive reports whether pid runs; a zombie (containerd outlives the berth
-// that started it, and nobody may reap it) counts as gone.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(data), ") ")
-	return !strings.HasPrefix(rest, "Z")
-}
+func alive(pid int) bool { return hostclean.Alive(pid) }
 
 // killLeftovers fails the test, and kills the processes, if anything still
 // runs from this node's root dir (a shim or a container berth should have
@@ -299,45 +285,18 @@ func killLeftovers(t testing.TB, root string) {
 	}
 }
 
-// removeCgroups removes the cgroup tree at root in every hierarchy,
-// deepest first. The pods are gone by now, so every directory must go.
+// removeCgroups removes the cgroup tree at root in every hierarchy. The
+// pods are gone by now, so every directory must go.
 func removeCgroups(t testing.TB, root string) {
-	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
-	for _, m := range mounts {
-		top := filepath.Join(m, root)
-		var dirs []string
-		filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := syscall.Rmdir(dirs[i]); err != nil && !os.IsNotExist(err) {
-				t.Errorf("cleanup: remove cgroup %s: %v", dirs[i], err)
-			}
-		}
+	if err := hostclean.RemoveCgroups(root); err != nil {
+		t.Errorf("cleanup: %v", err)
 	}
 }
 
 // unmountUnder unmounts every mount below dir, deepest first.
 func unmountUnder(t testing.TB, dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
+	if err := hostclean.UnmountUnder(dir); err != nil {
 		t.Errorf("cleanup: %v", err)
-		return
-	}
-	var targets []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			targets = append(targets, f[4])
-		}
-	}
-	for i := len(targets) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(targets[i], syscall.MNT_DETACH); err != nil {
-			t.Errorf("cleanup: unmount %s: %v", targets[i], err)
-		}
 	}
 }
 
