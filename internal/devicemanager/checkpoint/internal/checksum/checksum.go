@@ -24,6 +24,7 @@
 package checksum
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 )
@@ -156,47 +157,35 @@ func (p *Printer) Strings(ss []string) {
 // Int64Strings prints a map[int64][]string, or a map type defined on it,
 // without its type: map[-1:[a] 0:[b c]], keys in numeric order.
 func (p *Printer) Int64Strings(m map[int64][]string) {
-	if m == nil {
-		p.WriteString("<nil>")
-		return
-	}
-	p.WriteString("map[")
-	keys := p.ints[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	p.ints = keys
-	for i, k := range keys {
-		if i > 0 {
-			p.WriteString(" ")
-		}
-		p.Int(k)
-		p.WriteString(":")
-		p.Strings(m[k])
-	}
-	p.WriteString("]")
+	printMap(p, m, &p.ints, (*Printer).Int)
 }
 
 // StringStrings prints a map[string][]string without its type:
 // map[a:[x] b:[y z]], keys in bytewise order (Go's < on strings, as spew's).
 func (p *Printer) StringStrings(m map[string][]string) {
+	printMap(p, m, &p.strs, (*Printer).WriteString)
+}
+
+// printMap prints m with its keys sorted, as spew's SortKeys does for
+// numbers and strings; keys is p's scratch for them, reused between calls,
+// and printKey a method expression (a method value would allocate).
+func printMap[K cmp.Ordered](p *Printer, m map[K][]string, keys *[]K, printKey func(*Printer, K)) {
 	if m == nil {
 		p.WriteString("<nil>")
 		return
 	}
 	p.WriteString("map[")
-	keys := p.strs[:0]
+	sorted := (*keys)[:0]
 	for k := range m {
-		keys = append(keys, k)
+		sorted = append(sorted, k)
 	}
-	slices.Sort(keys)
-	p.strs = keys
-	for i, k := range keys {
+	slices.Sort(sorted)
+	*keys = sorted
+	for i, k := range sorted {
 		if i > 0 {
 			p.WriteString(" ")
 		}
-		p.WriteString(k)
+		printKey(p, k)
 		p.WriteString(":")
 		p.Strings(m[k])
 	}
