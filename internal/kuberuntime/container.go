@@ -42,6 +42,10 @@ type ContainerOptions struct {
 	HostIPs []string
 	// NodeName answers spec.nodeName when the pod does not set it.
 	NodeName string
+	// EnvObjects are the configMaps and secrets the container's env
+	// refers to (EnvReferences); nil on a node without an API server,
+	// where such references are errors.
+	EnvObjects *EnvObjects
 
 	// ImageRef is the image ID to run, as ImageStatus or PullImage returned
 	// it; empty runs the container's image by name.
@@ -81,7 +85,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
-	mounts, err := makeMounts(c, opts, env)
+	mounts, err := makeMounts(pod, c, opts, env)
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}

@@ -2,14 +2,13 @@ package kuberuntime
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/berth-dev/berth/internal/expansion"
+	"github.com/berth-dev/berth/internal/fieldpath"
 )
 
 // envVar is one resolved environment variable.
@@ -18,25 +17,31 @@ type envVar struct {
 }
 
 // makeEnvironment resolves the container's env the way the kubelet's
-// makeEnvironmentVariables does: each value may reference variables declared
-// before it with $(NAME), each valueFrom is resolved from the pod (downward
-// API) or the node. A later declaration of a name replaces the value of an
-// earlier one; the result keeps the order of first declaration so that the
-// container's environment is deterministic.
+// makeEnvironmentVariables does: envFrom first, then env, so that env
+// replaces what envFrom set; each value may reference variables declared
+// before it with $(NAME); each valueFrom is resolved from the pod (downward
+// API), the node, or the configMaps and secrets in opts.EnvObjects. A later
+// declaration of a name replaces the value of an earlier one; the result
+// keeps the order of first declaration (envFrom keys sorted within their
+// source) so that the container's environment is deterministic.
 //
-// envFrom and configMap/secret references need an API server, which a
-// standalone node does not have: they are rejected with a clear error rather
-// than silently dropped.
+// Without opts.EnvObjects (a standalone node has no API server) envFrom and
+// configMap/secret references are rejected with a clear error rather than
+// silently dropped.
 func makeEnvironment(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]envVar, error) {
-	for i, from := range c.EnvFrom {
-		src := "configMapRef"
-		if from.SecretRef != nil {
-			src = "secretRef"
-		}
-		return nil, fmt.Errorf("envFrom[%d].%s: not supported without an API server", i, src)
-	}
 	values := make(map[string]string, len(c.Env))
 	order := make([]string, 0, len(c.Env))
+	set := func(name, val string) {
+		if _, seen := values[name]; !seen {
+			order = append(order, name)
+		}
+		values[name] = val
+	}
+	for i := range c.EnvFrom {
+		if err := envFrom(&c.EnvFrom[i], opts.EnvObjects, set); err != nil {
+			return nil, fmt.Errorf("envFrom[%d].%w", i, err)
+		}
+	}
 	lookup := expansion.MapLookup(values)
 	for i := range c.Env {
 		e := &c.Env[i]
@@ -46,14 +51,17 @@ func makeEnvironment(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]env
 			val = expansion.Expand(e.Value, lookup)
 		case e.ValueFrom != nil:
 			var err error
-			if val, err = envValueFrom(pod, c, e.ValueFrom, opts); err != nil {
+			var found bool
+			if val, found, err = envValueFrom(pod, c, e.ValueFrom, opts); err != nil {
 				return nil, fmt.Errorf("env[%d] %q: %w", i, e.Name, err)
 			}
+			if !found {
+				// An optional reference to something absent sets
+				// nothing, not even an empty value.
+				continue
+			}
 		}
-		if _, seen := values[e.Name]; !seen {
-			order = append(order, e.Name)
-		}
-		values[e.Name] = val
+		set(e.Name, val)
 	}
 	env := make([]envVar, len(order))
 	for i, name := range order {
@@ -70,48 +78,49 @@ func envMap(env []envVar) map[string]string {
 	return m
 }
 
-func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, opts ContainerOptions) (string, error) {
+// envValueFrom resolves one valueFrom; found is false when an optional
+// configMap or secret reference points at nothing.
+func envValueFrom(pod *v1.Pod, c *v1.Container, src *v1.EnvVarSource, opts ContainerOptions) (val string, found bool, err error) {
 	switch {
 	case src.FieldRef != nil:
 		v, err := podFieldValue(pod, src.FieldRef, opts)
 		if err != nil {
-			return "", fmt.Errorf("valueFrom.fieldRef: %w", err)
+			return "", false, fmt.Errorf("valueFrom.fieldRef: %w", err)
 		}
-		return v, nil
+		return v, true, nil
 	case src.ResourceFieldRef != nil:
-		v, err := resourceFieldValue(pod, c, src.ResourceFieldRef, opts.NodeAllocatable)
+		v, err := fieldpath.ExtractResourceValue(pod, c, src.ResourceFieldRef, opts.NodeAllocatable)
 		if err != nil {
-			return "", fmt.Errorf("valueFrom.resourceFieldRef: %w", err)
+			return "", false, fmt.Errorf("valueFrom.resourceFieldRef: %w", err)
 		}
-		return v, nil
+		return v, true, nil
 	case src.ConfigMapKeyRef != nil:
-		return "", fmt.Errorf("valueFrom.configMapKeyRef: not supported without an API server")
+		v, found, err := configMapKey(pod, src.ConfigMapKeyRef, opts.EnvObjects)
+		if err != nil {
+			return "", false, fmt.Errorf("valueFrom.configMapKeyRef: %w", err)
+		}
+		return v, found, nil
 	case src.SecretKeyRef != nil:
-		return "", fmt.Errorf("valueFrom.secretKeyRef: not supported without an API server")
+		v, found, err := secretKey(pod, src.SecretKeyRef, opts.EnvObjects)
+		if err != nil {
+			return "", false, fmt.Errorf("valueFrom.secretKeyRef: %w", err)
+		}
+		return v, found, nil
 	case src.FileKeyRef != nil:
-		return "", fmt.Errorf("valueFrom.fileKeyRef: not supported")
+		return "", false, fmt.Errorf("valueFrom.fileKeyRef: not supported")
 	}
-	return "", fmt.Errorf("valueFrom: no source set")
+	return "", false, fmt.Errorf("valueFrom: no source set")
 }
 
 // podFieldValue resolves a downward API field reference (kubelet
-// podFieldSelectorRuntimeValue plus fieldpath.ExtractFieldPathAsString).
+// podFieldSelectorRuntimeValue): the spec and status fields here, since
+// some need the node's facts in opts, and the metadata ones through
+// fieldpath, which downwardAPI volumes share.
 func podFieldValue(pod *v1.Pod, ref *v1.ObjectFieldSelector, opts ContainerOptions) (string, error) {
 	if ref.APIVersion != "" && ref.APIVersion != "v1" {
 		return "", fmt.Errorf("unsupported apiVersion %q for fieldPath %q", ref.APIVersion, ref.FieldPath)
 	}
-	path := ref.FieldPath
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(pod.Annotations), nil
+	switch ref.FieldPath {
 	case "spec.nodeName":
 		if pod.Spec.NodeName != "" {
 			return pod.Spec.NodeName, nil
@@ -137,50 +146,7 @@ func podFieldValue(pod *v1.Pod, ref *v1.ObjectFieldSelector, opts ContainerOptio
 		_, ips := hostIPs(opts)
 		return strings.Join(ips, ","), nil
 	}
-	if base, key, ok := splitSubscript(path); ok {
-		switch base {
-		case "metadata.labels":
-			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-				return "", fmt.Errorf("invalid key subscript in %q: %s", path, strings.Join(errs, "; "))
-			}
-			return pod.Labels[key], nil
-		case "metadata.annotations":
-			if errs := validation.IsQualifiedName(strings.ToLower(key)); len(errs) > 0 {
-				return "", fmt.Errorf("invalid key subscript in %q: %s", path, strings.Join(errs, "; "))
-			}
-			return pod.Annotations[key], nil
-		}
-		return "", fmt.Errorf("fieldPath %q does not support a subscript", path)
-	}
-	return "", fmt.Errorf("unsupported fieldPath %q", path)
-}
-
-// splitSubscript splits "metadata.labels['key']" into "metadata.labels" and
-// "key".
-func splitSubscript(path string) (base, key string, ok bool) {
-	if !strings.HasSuffix(path, "']") {
-		return "", "", false
-	}
-	open := strings.Index(path, "['")
-	if open < 0 {
-		return "", "", false
-	}
-	return path[:open], path[open+2 : len(path)-2], true
-}
-
-// formatMap renders labels or annotations as the downward API does: sorted
-// key="value" lines.
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	lines := make([]string, len(keys))
-	for i, k := range keys {
-		lines[i] = fmt.Sprintf("%s=%q", k, m[k])
-	}
-	return strings.Join(lines, "\n")
+	return fieldpath.ExtractFieldPathAsString(pod, ref.FieldPath)
 }
 
 // podIPs returns the primary pod IP and the full list, filling either from

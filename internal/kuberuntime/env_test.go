@@ -254,11 +254,3 @@ func TestNodeNameFallback(t *testing.T) {
 		t.Errorf("env = %v", got)
 	}
 }
-
-func TestCeilDiv(t *testing.T) {
-	for _, tt := range []struct{ a, b, want int64 }{{0, 1, 0}, {1, 1, 1}, {250, 1000, 1}, {1000, 1000, 1}, {1001, 1000, 2}, {5, 0, 0}} {
-		if got := ceilDiv(tt.a, tt.b); got != tt.want {
-			t.Errorf("ceilDiv(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
-	}
-}

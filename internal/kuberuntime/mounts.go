@@ -54,7 +54,8 @@ func SubPaths(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]SubPath, e
 // makeMounts builds the container's mounts (kubelet makeMounts): one per
 // volumeMount, then the managed /etc/hosts unless the container mounts its
 // own, then the termination message file.
-func makeMounts(c *v1.Container, opts ContainerOptions, env []envVar) ([]*runtimeapi.Mount, error) {
+func makeMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env []envVar) ([]*runtimeapi.Mount, error) {
+	forcedReadOnly := readOnlyVolumes(pod)
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts)+2)
 	mountsHosts := false
 	for i := range c.VolumeMounts {
@@ -78,7 +79,7 @@ func makeMounts(c *v1.Container, opts ContainerOptions, env []envVar) ([]*runtim
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath:     vm.MountPath,
 			HostPath:          filepath.Join(volumePath, sub),
-			Readonly:          vm.ReadOnly,
+			Readonly:          vm.ReadOnly || forcedReadOnly[vm.Name],
 			RecursiveReadOnly: rro,
 			Propagation:       propagation,
 		})
@@ -93,6 +94,21 @@ func makeMounts(c *v1.Container, opts ContainerOptions, env []envVar) ([]*runtim
 		})
 	}
 	return mounts, nil
+}
+
+// readOnlyVolumes names the volumes every container mounts read-only
+// whatever its volumeMount says, as the kubelet does (their plugins report
+// ReadOnly attributes): those the node writes from the API, whose content
+// is the object's and not the container's to change.
+func readOnlyVolumes(pod *v1.Pod) map[string]bool {
+	ro := map[string]bool{}
+	for i := range pod.Spec.Volumes {
+		src := &pod.Spec.Volumes[i].VolumeSource
+		if src.ConfigMap != nil || src.Secret != nil || src.DownwardAPI != nil || src.Projected != nil {
+			ro[pod.Spec.Volumes[i].Name] = true
+		}
+	}
+	return ro
 }
 
 // resolveMount finds the mount's volume and its subPath (subPathExpr

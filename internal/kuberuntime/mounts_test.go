@@ -83,7 +83,7 @@ func TestMakeMounts(t *testing.T) {
 			c := &v1.Container{Name: "app", VolumeMounts: tt.mounts, TerminationMessagePath: "/dev/termination-log"}
 			opts := tt.opts
 			opts.VolumePaths = testVolumes
-			got, err := makeMounts(c, opts, env)
+			got, err := makeMounts(&v1.Pod{}, c, opts, env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,6 +91,34 @@ func TestMakeMounts(t *testing.T) {
 				t.Errorf("mounts =\n%v\nwant\n%v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAPIVolumesMountReadOnly(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{
+		{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}},
+		{Name: "sec", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{}}},
+		{Name: "info", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}},
+		{Name: "kube-api-access-x", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}},
+		{Name: "data", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	}}}
+	paths := map[string]string{"cfg": "/v/cfg", "sec": "/v/sec", "info": "/v/info", "kube-api-access-x": "/v/sa", "data": "/v/data"}
+	c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{
+		{Name: "cfg", MountPath: "/etc/app"},
+		{Name: "sec", MountPath: "/etc/secret", ReadOnly: true},
+		{Name: "info", MountPath: "/etc/podinfo"},
+		{Name: "kube-api-access-x", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"},
+		{Name: "cfg", MountPath: "/etc/one", SubPath: "one.conf"},
+		{Name: "data", MountPath: "/data"},
+	}}
+	got, err := makeMounts(pod, c, ContainerOptions{VolumePaths: paths}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range got {
+		if want := i != 5; m.Readonly != want {
+			t.Errorf("mount %s: readonly = %v, want %v", m.ContainerPath, m.Readonly, want)
+		}
 	}
 }
 
@@ -118,7 +146,7 @@ func TestMakeMountsErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &v1.Container{Name: "app", VolumeMounts: []v1.VolumeMount{tt.mount}}
-			_, err := makeMounts(c, ContainerOptions{VolumePaths: testVolumes}, env)
+			_, err := makeMounts(&v1.Pod{}, c, ContainerOptions{VolumePaths: testVolumes}, env)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 			}

@@ -61,8 +61,9 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 		return retryAfterError
 	}
 	if plan.CreateSandbox {
-		if _, err := d.Volumes.Setup(pod); err != nil {
+		if _, err := d.Volumes.Setup(ctx, pod, w.volumeOptions()); err != nil {
 			w.syncError = &status.Waiting{Reason: reasonVolumeFailed, Message: err.Error()}
+			w.event(pod, v1.EventTypeWarning, reasonVolumeFailed, "MountVolume.SetUp failed: "+err.Error())
 			log.Warn("setting up volumes failed", "err", err)
 			return retryAfterError
 		}
@@ -185,7 +186,7 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
 		return retryAfterError
 	}
-	volumes, err := d.Volumes.Setup(pod)
+	volumes, err := d.Volumes.Setup(ctx, pod, w.volumeOptions())
 	if err != nil {
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
 		return retryAfterError
@@ -200,6 +201,10 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		ImageRef:                   imageRef,
 		NodeAllocatable:            d.NodeAllocatable,
 		NodeMemoryCapacity:         d.NodeAllocatable.Memory().Value(),
+	}
+	if opts.EnvObjects, err = w.envObjects(ctx, pod, c); err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+		return retryAfterError
 	}
 	if sb != nil {
 		opts.PodIP, opts.PodIPs = sb.IP, sb.IPs
@@ -339,6 +344,11 @@ func sandboxByID(st *container.PodStatus, id string) *container.SandboxStatus {
 }
 
 func gracePeriod(pod *v1.Pod) int64 {
+	// A pod deleted through the API server stops within the grace period
+	// the deletion gave, which may be shorter than its spec's.
+	if pod != nil && pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
 	if pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
 		return *pod.Spec.TerminationGracePeriodSeconds
 	}

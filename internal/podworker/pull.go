@@ -95,11 +95,19 @@ func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	w.releaseStartSlot()
 	start := d.Clock.Now()
 	w.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	// Credentials are read before taking a pull slot: a slow API server
+	// must not hold back other pods' pulls.
+	creds, err := w.pullCredentials(ctx, pod, c.Image, log)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		w.event(pod, v1.EventTypeWarning, "Failed", msg)
+		return "", &status.Waiting{Reason: reasonErrImagePull, Message: msg}
+	}
 	if err := w.ws.pullSlots.acquire(ctx); err != nil {
 		return "", &status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
 	}
 	pulling := d.Clock.Now()
-	ref, err := d.Runtime.PullImage(ctx, c.Image, sbCfg)
+	ref, err := w.pullWithCredentials(ctx, c.Image, creds, sbCfg)
 	w.ws.pullSlots.release()
 	if err != nil {
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)

@@ -57,6 +57,8 @@ type worker struct {
 	// holdsStartSlot is set while a sync that creates the sandbox holds
 	// one of Deps.ParallelPodStarts.
 	holdsStartSlot bool
+	// volumesRefreshed is when refreshVolumes last ran.
+	volumesRefreshed time.Time
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
@@ -214,6 +216,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	}
 	plan := ComputePlan(pod, st, verdict)
 	log.Debug("sync", "plan", plan.String())
+	w.refreshVolumes(ctx, pod, st, plan, log)
 	next := d.Resync
 	if !plan.Idle() {
 		if after := w.apply(ctx, pod, st, plan, log); after > 0 && after < next {

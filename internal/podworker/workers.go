@@ -13,8 +13,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/podobjects"
 	"github.com/berth-dev/berth/internal/prober/probe"
 	"github.com/berth-dev/berth/internal/status"
+	"github.com/berth-dev/berth/internal/volume"
 )
 
 // Runtime is the slice of the CRI a pod worker drives; *runtime.Service
@@ -33,9 +35,16 @@ type Runtime interface {
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error)
 }
 
+// AuthPuller is a Runtime that can pull with registry credentials (CRI
+// PullImageRequest.Auth). Without it, a pull that has credentials from the
+// pod's imagePullSecrets fails rather than silently going anonymous.
+type AuthPuller interface {
+	PullImageWithAuth(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error)
+}
+
 // Volumes prepares and removes a pod's volumes on the host.
 type Volumes interface {
-	Setup(pod *v1.Pod) (map[string]string, error)
+	Setup(ctx context.Context, pod *v1.Pod, opts volume.SetupOptions) (map[string]string, error)
 	TearDown(uid types.UID) error
 	ContainerDir(uid types.UID, name string) string
 	PrepareSubPath(volumePath, subPath string) error
@@ -89,7 +98,12 @@ type Deps struct {
 	Admitters []Admitter
 	// Terminal keeps evicted pods evicted across restarts; nil keeps them
 	// in memory only.
-	Terminal   TerminalStore
+	Terminal TerminalStore
+	// Objects reads the configMaps, secrets and service account tokens
+	// that pods refer to (volumes, env, imagePullSecrets) from the API
+	// server; nil on a standalone node, where such references are refused.
+	// Leave it nil rather than set it to a nil pointer.
+	Objects    podobjects.Source
 	Events     EventRecorder
 	Status     *status.Manager
 	Clock      clock.WithTicker

@@ -24,12 +24,18 @@ func (s *Service) ImageStatus(ctx context.Context, image string) (*runtimeapi.Im
 // PullImage pulls image and returns its reference. While it runs, image is
 // among Pulling's answers, so the image GC leaves it alone.
 func (s *Service) PullImage(ctx context.Context, image string, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	return s.PullImageWithAuth(ctx, image, nil, sandbox)
+}
+
+// PullImageWithAuth pulls with the registry credentials of auth (nil for
+// none): a pod's image pull secrets.
+func (s *Service) PullImageWithAuth(ctx context.Context, image string, auth *runtimeapi.AuthConfig, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
 	s.pulls.add(image)
 	defer s.pulls.done(image)
 	ctx, cancel := withTimeout(ctx, PullTimeout)
 	defer cancel()
 	resp, err := s.is.PullImage(ctx, &runtimeapi.PullImageRequest{
-		Image: &runtimeapi.ImageSpec{Image: image}, SandboxConfig: sandbox,
+		Image: &runtimeapi.ImageSpec{Image: image}, Auth: auth, SandboxConfig: sandbox,
 	})
 	if err != nil {
 		return "", err

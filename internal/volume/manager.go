@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,9 +51,13 @@ func (m *Manager) emptyDirRoot(uid types.UID) string {
 }
 
 // Setup creates every volume of the pod and returns the host path of each, by
-// volume name. It is idempotent: a volume already in place is left as it is,
-// so it runs on every sync of the pod.
-func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
+// volume name. It is idempotent: an emptyDir or hostPath already in place is
+// left as it is, and the volumes written from the API (configMap, secret,
+// downwardAPI, projected) are brought up to date, so it runs on every sync
+// of the pod. Every volume is tried even when one fails, so that one that
+// cannot be set up does not keep the others stale; the error names each
+// volume that failed.
+func (m *Manager) Setup(ctx context.Context, pod *v1.Pod, opts SetupOptions) (map[string]string, error) {
 	if err := checkPathElement("metadata.uid", string(pod.UID)); err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -62,28 +67,41 @@ func (m *Manager) Setup(pod *v1.Pod) (map[string]string, error) {
 		}
 	}
 	paths := make(map[string]string, len(pod.Spec.Volumes))
+	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
-		p, err := m.setupVolume(pod.UID, vol)
+		p, err := m.setupVolume(ctx, pod, vol, opts)
 		if err != nil {
-			return nil, fmt.Errorf("volume %q: %w", vol.Name, err)
+			errs = append(errs, fmt.Errorf("volume %q: %w", vol.Name, err))
+			continue
 		}
 		paths[vol.Name] = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return paths, nil
 }
 
-func (m *Manager) setupVolume(uid types.UID, vol *v1.Volume) (string, error) {
+func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, opts SetupOptions) (string, error) {
 	if err := checkPathElement("name", vol.Name); err != nil {
 		return "", err
 	}
-	switch {
-	case vol.EmptyDir != nil:
-		return m.setupEmptyDir(uid, vol.Name, vol.EmptyDir)
-	case vol.HostPath != nil:
-		return setupHostPath(vol.HostPath)
+	switch src := &vol.VolumeSource; {
+	case src.EmptyDir != nil:
+		return m.setupEmptyDir(pod.UID, vol.Name, src.EmptyDir)
+	case src.HostPath != nil:
+		return setupHostPath(src.HostPath)
+	case src.ConfigMap != nil:
+		return m.setupConfigMap(ctx, pod, vol.Name, src.ConfigMap, opts)
+	case src.Secret != nil:
+		return m.setupSecret(ctx, pod, vol.Name, src.Secret, opts)
+	case src.DownwardAPI != nil:
+		return m.setupDownwardAPI(pod, vol.Name, src.DownwardAPI, opts)
+	case src.Projected != nil:
+		return m.setupProjected(ctx, pod, vol.Name, src.Projected, opts)
 	}
-	return "", fmt.Errorf("volume source %s is not supported (berth supports emptyDir and hostPath)", sourceKind(vol.VolumeSource))
+	return "", fmt.Errorf("volume source %s is not supported (berth supports emptyDir, hostPath, configMap, secret, downwardAPI and projected)", sourceKind(vol.VolumeSource))
 }
 
 // sourceKind names the volume's source field(s) as they appear in a manifest,
@@ -115,11 +133,12 @@ func checkPathElement(field, name string) error {
 	return nil
 }
 
-// TearDown unmounts the pod's tmpfs volumes and removes <root>/pods/<uid>
-// entirely. hostPath volumes are never touched. It refuses to remove anything
-// while a mount is left under the pod directory, so that it can never delete
-// through a mount into data that is not the pod's. A pod with no directory is
-// already torn down.
+// TearDown unmounts the pod's tmpfs volumes (emptyDir medium Memory,
+// secret, projected) and removes <root>/pods/<uid> entirely. hostPath
+// volumes are never touched. It refuses to remove anything while a mount is
+// left under the pod directory, so that it can never delete through a mount
+// into data that is not the pod's. A pod with no directory is already torn
+// down.
 func (m *Manager) TearDown(uid types.UID) error {
 	if err := checkPathElement("pod UID", string(uid)); err != nil {
 		return err
@@ -128,15 +147,43 @@ func (m *Manager) TearDown(uid types.UID) error {
 	if _, err := os.Lstat(podDir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	entries, err := os.ReadDir(m.emptyDirRoot(uid))
+	// Every volume is <pod>/volumes/<plugin>/<name>: whichever plugin made
+	// it, a volume that is a mount point is unmounted.
+	volumesDir := filepath.Join(podDir, "volumes")
+	plugins, err := os.ReadDir(volumesDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("pod %s: listing emptyDir volumes: %w", uid, err)
+		return fmt.Errorf("pod %s: listing volumes: %w", uid, err)
+	}
+	for _, plugin := range plugins {
+		if !plugin.IsDir() {
+			continue
+		}
+		if err := m.unmountVolumes(uid, filepath.Join(volumesDir, plugin.Name())); err != nil {
+			return err
+		}
+	}
+	if err := m.checkNoMounts(podDir); err != nil {
+		return fmt.Errorf("pod %s: %w", uid, err)
+	}
+	if err := os.RemoveAll(podDir); err != nil {
+		return fmt.Errorf("pod %s: removing %s: %w", uid, podDir, err)
+	}
+	m.log.Debug("removed pod directory", "podUID", uid, "path", podDir)
+	return nil
+}
+
+// unmountVolumes unmounts the volumes of one plugin directory that are
+// mount points.
+func (m *Manager) unmountVolumes(uid types.UID, pluginDir string) error {
+	entries, err := os.ReadDir(pluginDir)
+	if err != nil {
+		return fmt.Errorf("pod %s: listing %s: %w", uid, pluginDir, err)
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
-		dir := filepath.Join(m.emptyDirRoot(uid), e.Name())
+		dir := filepath.Join(pluginDir, e.Name())
 		mounted, err := m.mounter.IsMountPoint(dir)
 		if err != nil {
 			return fmt.Errorf("pod %s: %w", uid, err)
@@ -149,13 +196,6 @@ func (m *Manager) TearDown(uid types.UID) error {
 		}
 		m.log.Info("unmounted tmpfs volume", "podUID", uid, "volume", e.Name(), "path", dir)
 	}
-	if err := m.checkNoMounts(podDir); err != nil {
-		return fmt.Errorf("pod %s: %w", uid, err)
-	}
-	if err := os.RemoveAll(podDir); err != nil {
-		return fmt.Errorf("pod %s: removing %s: %w", uid, podDir, err)
-	}
-	m.log.Debug("removed pod directory", "podUID", uid, "path", podDir)
 	return nil
 }
 

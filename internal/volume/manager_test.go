@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -81,7 +82,7 @@ func TestSetupEmptyDir(t *testing.T) {
 	m, root := newTestManager(t)
 	pod := testPod("uid-1", emptyDirVolume("cache", "", ""))
 	for i := 0; i < 2; i++ { // idempotent
-		paths, err := m.Setup(pod)
+		paths, err := m.Setup(context.Background(), pod, SetupOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +104,7 @@ func TestSetupEmptyDir(t *testing.T) {
 	if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Setup(pod); err != nil {
+	if _, err := m.Setup(context.Background(), pod, SetupOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f); err != nil {
@@ -124,7 +125,7 @@ func TestSetupTmpfsAndTearDown(t *testing.T) {
 	var paths map[string]string
 	for i := 0; i < 2; i++ { // idempotent: no second mount on top of the first
 		var err error
-		if paths, err = m.Setup(pod); err != nil {
+		if paths, err = m.Setup(context.Background(), pod, SetupOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -171,7 +172,7 @@ func TestTearDownLeavesHostPathAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := testPod("uid-hp", hostPathVolume("host", hostDir, v1.HostPathDirectory), emptyDirVolume("scratch", "", ""))
-	if _, err := m.Setup(pod); err != nil {
+	if _, err := m.Setup(context.Background(), pod, SetupOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(m.ContainerDir(pod.UID, "app"), 0o750); err != nil {
@@ -188,7 +189,7 @@ func TestTearDownLeavesHostPathAlone(t *testing.T) {
 func TestTearDownRefusesToDeleteThroughAMount(t *testing.T) {
 	m, root := newTestManager(t)
 	pod := testPod("uid-stray", emptyDirVolume("scratch", "", ""))
-	if _, err := m.Setup(pod); err != nil {
+	if _, err := m.Setup(context.Background(), pod, SetupOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Something else mounted a filesystem inside the pod directory.
@@ -223,8 +224,10 @@ func TestSetupRejects(t *testing.T) {
 		pod     *v1.Pod
 		wantErr string
 	}{
-		{"configMap", testPod("u", v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}),
-			`volume "cfg": volume source configMap is not supported`},
+		{"configMap without an API server", testPod("u", v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{}}}),
+			`volume "cfg": configMap volumes need an API server`},
+		{"nfs", testPod("u", v1.Volume{Name: "share", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}}),
+			`volume "share": volume source nfs is not supported`},
 		{"no source", testPod("u", v1.Volume{Name: "nothing"}), `volume "nothing": volume source (none) is not supported`},
 		{"huge pages", testPod("u", emptyDirVolume("hp", v1.StorageMediumHugePages, "")), `volume "hp": emptyDir: medium "HugePages" is not supported`},
 		{"bad uid", testPod("../x", emptyDirVolume("v", "", "")), `metadata.uid "../x" cannot be used as a directory name`},
@@ -236,7 +239,7 @@ func TestSetupRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := m.Setup(tt.pod)
+			_, err := m.Setup(context.Background(), tt.pod, SetupOptions{})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 			}
@@ -275,11 +278,11 @@ func TestTmpfsSizeAndUnmountWithFakeMounter(t *testing.T) {
 	fm := &fakeMounter{mounted: map[string]int64{}}
 	m := NewManager(t.TempDir(), fm, discardLogger())
 	pod := testPod("u", emptyDirVolume("a", v1.StorageMediumMemory, "1Gi"), emptyDirVolume("b", v1.StorageMediumMemory, ""))
-	paths, err := m.Setup(pod)
+	paths, err := m.Setup(context.Background(), pod, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Setup(pod); err != nil {
+	if _, err := m.Setup(context.Background(), pod, SetupOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if fm.mounted[paths["a"]] != 1<<30 || fm.mounted[paths["b"]] != 0 || len(fm.calls) != 2 {
@@ -353,7 +356,7 @@ func TestHostPathTypes(t *testing.T) {
 	m, _ := newTestManager(t)
 	for _, tt := range tests {
 		t.Run(string(tt.typ)+" "+filepath.Base(tt.path), func(t *testing.T) {
-			paths, err := m.Setup(testPod("uid-hp", hostPathVolume("v", tt.path, tt.typ)))
+			paths, err := m.Setup(context.Background(), testPod("uid-hp", hostPathVolume("v", tt.path, tt.typ)), SetupOptions{})
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -381,7 +384,7 @@ func TestHostPathCreateTypes(t *testing.T) {
 		hostPathVolume("f", newFile, v1.HostPathFileOrCreate),
 	)
 	for i := 0; i < 2; i++ { // idempotent
-		if _, err := m.Setup(pod); err != nil {
+		if _, err := m.Setup(context.Background(), pod, SetupOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -394,7 +397,7 @@ func TestHostPathCreateTypes(t *testing.T) {
 		t.Errorf("FileOrCreate: %v, %v (want an empty 0644 file)", fi, err)
 	}
 	// FileOrCreate does not create the parent directory, as in the kubelet.
-	_, err = m.Setup(testPod("uid-create", hostPathVolume("o", orphan, v1.HostPathFileOrCreate)))
+	_, err = m.Setup(context.Background(), testPod("uid-create", hostPathVolume("o", orphan, v1.HostPathFileOrCreate)), SetupOptions{})
 	if err == nil || !strings.Contains(err.Error(), `volume "o": hostPath type check failed: creating file:`) {
 		t.Errorf("err = %v", err)
 	}

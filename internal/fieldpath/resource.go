@@ -1,4 +1,4 @@
-package kuberuntime
+package fieldpath
 
 import (
 	"fmt"
@@ -9,18 +9,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// resourceFieldValue resolves a downward API resourceFieldRef (kubelet
-// containerResourceRuntimeValue): a request or limit of this container, or of
-// the container named in the selector, divided by the divisor and rounded up.
-// A limit the container does not set reads as the node's allocatable amount,
-// as the kubelet's defaultPodLimitsForDownwardAPI arranges.
-func resourceFieldValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, allocatable v1.ResourceList) (string, error) {
+// ExtractResourceValue resolves a downward API resourceFieldRef (kubelet
+// containerResourceRuntimeValue): a request or limit of the container the
+// selector names, or of c when it names none, divided by the divisor and
+// rounded up. c may be nil (a volume file belongs to no container), and then
+// the selector must name one. A limit the container does not set reads as
+// the node's allocatable amount, as the kubelet's
+// defaultPodLimitsForDownwardAPI arranges.
+func ExtractResourceValue(pod *v1.Pod, c *v1.Container, ref *v1.ResourceFieldSelector, allocatable v1.ResourceList) (string, error) {
 	target := c
-	if ref.ContainerName != "" && ref.ContainerName != c.Name {
+	if ref.ContainerName != "" && (c == nil || ref.ContainerName != c.Name) {
 		target = findContainer(pod, ref.ContainerName)
 		if target == nil {
 			return "", fmt.Errorf("container %q named in the selector is not in the pod", ref.ContainerName)
 		}
+	}
+	if target == nil {
+		return "", fmt.Errorf("resource %q: the selector must name a container", ref.Resource)
 	}
 	divisor := ref.Divisor
 	if divisor.IsZero() {
