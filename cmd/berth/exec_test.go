@@ -19,6 +19,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/httpstream/spdy"
 	remotecommandconsts "k8s.io/apimachinery/pkg/util/remotecommand"
@@ -124,8 +125,16 @@ func (r *fakeRuntime) Attach(context.Context, *runtimeapi.AttachRequest) (string
 	return "", errors.New("no attach in this test")
 }
 
+func (r *fakeRuntime) PortForward(context.Context, *runtimeapi.PortForwardRequest) (string, error) {
+	return "", errors.New("no port forwarding in this test")
+}
+
 // onePod runs one container, default/web/app, as c1.
 type onePod struct{}
+
+func (onePod) RunningPodSandboxID(namespace, pod string) (string, types.UID, error) {
+	return "", "", fmt.Errorf("no sandboxes in this test: %w", os.ErrNotExist)
+}
 
 func (onePod) RunningContainerID(namespace, pod, container string) (string, error) {
 	if namespace != "default" || pod != "web" || container != "app" {

@@ -55,6 +55,7 @@ attach. Logs are text on a terminal and JSON otherwise (--logging-format).`,
 				log.Warn("configuration field not implemented by berth yet; it has no effect", "field", field)
 			}
 			ctx := cmd.Context()
+			cfg.BuildVersion = version
 			if err := agent.Run(ctx, cfg, log); err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				return err
 			}

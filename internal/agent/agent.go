@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/adminapi"
@@ -29,7 +31,9 @@ import (
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/network"
+	"github.com/berth-dev/berth/internal/nodestatus"
 	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/podobjects"
 	"github.com/berth-dev/berth/internal/podresources"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/podworker"
@@ -82,10 +86,20 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cluster, err := newClusterNode(cfg, registry, log)
+	if err != nil {
+		return err
+	}
 	var secure *secureAuth
 	if secureListener != nil {
 		var err error
-		if secure, err = loadSecureAuth(cfg, time.Now(), log); err != nil {
+		var client kubernetes.Interface // never a typed nil
+		if cluster != nil {
+			client = cluster.client
+		}
+		if secure, err = loadSecureAuth(cfg, client, time.Now(), log); err != nil {
 			return err
 		}
 	}
@@ -106,8 +120,6 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rt, err := startRuntime(ctx, cfg, registry, log)
 	if err != nil {
 		return err
@@ -125,6 +137,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	statuses := status.NewManager()
 	recorder := events.NewRecorder(clk, "berth", cfg.NodeName)
+	if cluster != nil {
+		recorder.SetSink(cluster.events.Put)
+	}
 	terminalPods, problems, err := status.OpenTerminalStore(filepath.Join(cfg.RootDir, terminalPodsDir), clk.Now())
 	if err != nil {
 		return err
@@ -165,7 +180,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		Clock:              clk,
 		Log:                log,
 		NodeName:           cfg.NodeName,
-		HostIP:             network.HostIP(),
+		HostIP:             hostIP(cluster),
 		PodLogsDir:         cfg.PodLogsDir,
 		DNS:                dns,
 		NodeAllocatable:    allocatable,
@@ -179,6 +194,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		ParallelPodStarts:  parallelPodStarts(goruntime.NumCPU()),
 		Terminal:           terminalPods,
 		Metrics:            workerMetrics,
+	}
+	if cluster != nil { // standalone pods refer to no API objects
+		deps.Objects = podobjects.New(cluster.client, podobjects.Options{Clock: clk, Log: log.With("component", "podobjects")})
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
@@ -266,7 +284,31 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	bg.Go(func() { store.Run(ctx, applied) })
 	merge := podsource.NewMerge(store.Dir(), log)
 	snapshots := make(chan podsource.Snapshot, 1)
-	bg.Go(func() { merge.Run(ctx, static, applied, snapshots) })
+	if cluster == nil {
+		bg.Go(func() { merge.Run(ctx, static, applied, snapshots) })
+	} else {
+		// The API server's pods join the node's own.
+		local := make(chan podsource.Snapshot, 1)
+		fromAPI := make(chan podsource.Snapshot, 1)
+		bg.Go(func() { merge.Run(ctx, static, applied, local) })
+		bg.Go(func() { podsource.JoinCluster(ctx, local, fromAPI, snapshots, log) })
+		cluster.start(ctx, &bg, clk, clusterDeps{
+			observe: func() nodestatus.Observed {
+				devCapacity, devAllocatable := devices.Capacity()
+				n := nodeObject(cfg.NodeName, capacity, allocatable, devCapacity, devAllocatable)
+				return nodestatus.Observed{
+					Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
+					Pressure: evictions.Conditions(),
+					NotReady: notReady(ctx, rt, loop),
+					Info:     nodeSystemInfo(rt.name, rt.version, cfg.BuildVersion),
+				}
+			},
+			statuses: statuses.Pods,
+			changed:  statuses.Changed(),
+			static:   loop.staticPods,
+			stopped:  func(uid types.UID) bool { return !workers.Has(uid) && !loop.inRuntime(uid) },
+		}, fromAPI)
+	}
 	bg.Go(func() {
 		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log,
 			adminapi.WithStreaming(server.NewStreamingHandler(&apiSource{loop: loop}, rt.cri, log)),
@@ -309,6 +351,30 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	loop.run(ctx, snapshots, plegEvents)
 	log.Info("berth is stopping; pods keep running")
 	return nil
+}
+
+// hostIP is the node's address pods see as status.hostIP: the Node's
+// InternalIP in a cluster.
+func hostIP(cluster *clusterNode) string {
+	if cluster != nil {
+		return cluster.nodeIP
+	}
+	return network.HostIP()
+}
+
+// notReady is why the node cannot run pods now, the kubelet's Ready
+// condition: the runtime or the PLEG is unhealthy. Empty when it can.
+func notReady(ctx context.Context, rt *runtimeHandle, loop *syncLoop) string {
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	var problems []string
+	if err := rt.cri.RuntimeReady(ctx); err != nil {
+		problems = append(problems, "container runtime is down: "+err.Error())
+	}
+	if err := loop.pleg.Healthy(); err != nil {
+		problems = append(problems, "PLEG is not healthy: "+err.Error())
+	}
+	return strings.Join(problems, ", ")
 }
 
 // parallelPodStarts is how many pods start at once on a node with cpus

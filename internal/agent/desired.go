@@ -20,8 +20,9 @@ type podEntry struct {
 	preempting []types.UID
 }
 
-// runs reports whether the pod is admitted: running, or about to.
-func (e *podEntry) runs() bool { return e.rejected == nil }
+// runs reports whether the pod is admitted and not being deleted: running,
+// or about to.
+func (e *podEntry) runs() bool { return e.rejected == nil && e.pod.DeletionTimestamp == nil }
 
 // desiredSet is the pods the sources want, by namespace/name.
 type desiredSet map[string]*podEntry
@@ -43,13 +44,16 @@ func desiredFrom(snap podsource.Snapshot, prev desiredSet) desiredSet {
 // changes is what moving from one desired set to the next means for the
 // pod workers.
 type changes struct {
-	start []*v1.Pod // new UIDs: a new manifest, or an edited one
-	kill  []*v1.Pod // UIDs no longer wanted: a deleted or edited manifest
+	start  []*v1.Pod // new UIDs: a new manifest, or an edited one
+	kill   []*v1.Pod // UIDs no longer wanted: a deleted or edited manifest, a pod being deleted
+	update []*v1.Pod // the API server changed a running pod (a new resourceVersion)
 }
 
 // diff compares two desired sets by UID, the static pod's content hash: an
 // edited manifest is one kill and one start. A pod waiting for the pods it
-// preempts is not started yet.
+// preempts is not started yet. A pod of the API server keeps its UID: a new
+// version is an update, and one with a deletion timestamp is killed as that
+// version says (its deletion grace period).
 func diff(prev, next desiredSet) changes {
 	admitted := func(s desiredSet) map[types.UID]*podEntry {
 		m := map[types.UID]*podEntry{}
@@ -61,11 +65,23 @@ func diff(prev, next desiredSet) changes {
 		return m
 	}
 	before, after := admitted(prev), admitted(next)
+	latest := map[types.UID]*v1.Pod{}
+	for _, e := range next {
+		latest[e.pod.UID] = e.pod
+	}
 	var c changes
 	for uid, e := range before {
-		if _, ok := after[uid]; !ok {
-			c.kill = append(c.kill, e.pod)
+		if n, ok := after[uid]; ok {
+			if n.pod.ResourceVersion != e.pod.ResourceVersion {
+				c.update = append(c.update, n.pod)
+			}
+			continue
 		}
+		pod := e.pod
+		if p, ok := latest[uid]; ok {
+			pod = p
+		}
+		c.kill = append(c.kill, pod)
 	}
 	for uid, e := range after {
 		if _, ok := before[uid]; !ok && len(e.preempting) == 0 {
@@ -74,6 +90,7 @@ func diff(prev, next desiredSet) changes {
 	}
 	sortPods(c.kill)
 	sortPods(c.start)
+	sortPods(c.update)
 	return c
 }
 

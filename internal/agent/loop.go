@@ -65,6 +65,9 @@ type syncLoop struct {
 	desired     desiredSet
 	manifestErr []podsource.ManifestError
 	sourceReady bool
+	// incomplete is set while a source (the API server) has not reported:
+	// no pod is an orphan yet.
+	incomplete bool
 	// runtime is every pod the last relists saw, by UID.
 	runtime map[types.UID]pleg.Event
 	// heartbeat is when the loop last came back to wait for work (Unix
@@ -181,7 +184,7 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	// Pods that finished stopping since the last pass no longer count.
 	l.admitter.prune(prev, l.workers.Has)
 	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted})
-	l.desired, l.manifestErr, l.sourceReady = next, snap.Errors, true
+	l.desired, l.manifestErr, l.sourceReady, l.incomplete = next, snap.Errors, true, snap.Incomplete
 	l.mu.Unlock()
 
 	if l.cgroups != nil {
@@ -209,8 +212,25 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 		}
 	}
 	c := diff(prev, next)
+	if snap.Incomplete {
+		// A pod missing now may be one the silent source still wants; the
+		// manifest directory has spoken, so its pods go as usual.
+		c.kill = slices.DeleteFunc(c.kill, func(p *v1.Pod) bool {
+			return p.DeletionTimestamp == nil && !v1helper.IsStaticPod(p)
+		})
+	}
+	for _, pod := range c.update {
+		l.workers.Update(pod)
+	}
 	for _, pod := range c.kill {
-		l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)
+		if pod.DeletionTimestamp != nil {
+			l.log.Info("pod deleted in the API server; killing it", "pod", key(pod), "uid", pod.UID,
+				"gracePeriod", ptrOr(pod.DeletionGracePeriodSeconds, -1))
+			// The worker's pod carries the deletion grace period.
+			l.workers.Update(pod)
+		} else {
+			l.log.Info("pod no longer wanted; killing it", "pod", key(pod), "uid", pod.UID)
+		}
 		l.workers.Kill(pod.UID, pod.Name, pod.Namespace)
 	}
 	for _, pod := range c.start {
@@ -255,11 +275,13 @@ func (l *syncLoop) adopted(uid types.UID) bool {
 // applyEvent wakes the pod's worker, or kills the pod when berth no longer
 // wants it (a manifest deleted while berth was down).
 func (l *syncLoop) applyEvent(ev pleg.Event) {
+	l.mu.Lock()
 	if ev.Gone {
 		delete(l.runtime, ev.UID)
 	} else {
 		l.runtime[ev.UID] = ev
 	}
+	l.mu.Unlock()
 	if l.workers.Has(ev.UID) {
 		l.workers.Notify(ev.UID)
 		return
@@ -272,7 +294,7 @@ func (l *syncLoop) applyEvent(ev pleg.Event) {
 // killOrphans kills every pod the runtime has that no manifest wants. It
 // waits for the first manifest snapshot: before it, every pod looks orphaned.
 func (l *syncLoop) killOrphans() {
-	if !l.sourceReady {
+	if !l.sourceReady || l.incomplete {
 		return
 	}
 	uids := make([]types.UID, 0, len(l.runtime))
@@ -385,6 +407,13 @@ func manifestErrorPod(me podsource.ManifestError, source string) v1.Pod {
 
 func key(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
 // ready reports whether the pod sources have been read: before that, berth
 // cannot tell a pod it wants from one that is gone.
 func (l *syncLoop) ready() bool {
@@ -419,4 +448,26 @@ func (l *syncLoop) admission(namespace, name string) (admission.Result, bool) {
 		return admission.Result{}, false
 	}
 	return l.admitter.result(e.pod.UID)
+}
+
+// inRuntime reports whether the runtime still has anything of the pod.
+func (l *syncLoop) inRuntime(uid types.UID) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.runtime[uid]
+	return ok
+}
+
+// staticPods returns the static pods berth wants, and whether the sources
+// have been read.
+func (l *syncLoop) staticPods() ([]*v1.Pod, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []*v1.Pod
+	for _, e := range l.desired {
+		if v1helper.IsStaticPod(e.pod) && e.pod.DeletionTimestamp == nil {
+			out = append(out, e.pod)
+		}
+	}
+	return out, l.sourceReady && !l.incomplete
 }

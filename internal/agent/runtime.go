@@ -22,6 +22,7 @@ import (
 type runtimeHandle struct {
 	cri      *runtime.Service
 	name     string // runtime name for container IDs, e.g. "containerd"
+	version  string // the runtime's own version, for the Node's nodeInfo
 	endpoint string
 	managed  *containerd.Managed
 	opts     containerd.Options // how managed was started, to start it again
@@ -55,7 +56,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, reg prometheus.Regist
 		h.stop(log)
 		return nil, fmt.Errorf("runtime version: %w", err)
 	}
-	h.name = v.RuntimeName
+	h.name, h.version = v.RuntimeName, v.RuntimeVersion
 	log.Info("container runtime ready", "runtime", v.RuntimeName, "version", v.RuntimeVersion, "endpoint", h.endpoint)
 	if h.managed != nil {
 		address := h.managed.Address()

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/authn"
 	"github.com/berth-dev/berth/internal/config"
@@ -25,10 +27,13 @@ const pkiDirName = "pki"
 // certificate or token file stops berth with an error naming the file.
 type secureAuth struct {
 	tls  *tls.Config
-	auth *authn.Authenticator
+	auth *authn.Gate
 }
 
-func loadSecureAuth(cfg *config.Config, now time.Time, log *slog.Logger) (*secureAuth, error) {
+// loadSecureAuth reads the secure API's certificate and credentials. client
+// is the API server's clientset in cluster mode (for TokenReviews and
+// SubjectAccessReviews), nil standalone.
+func loadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Time, log *slog.Logger) (*secureAuth, error) {
 	s := cfg.Serving
 	var (
 		cert *pki.Serving
@@ -72,7 +77,20 @@ func loadSecureAuth(cfg *config.Config, now time.Time, log *slog.Logger) (*secur
 			return nil, fmt.Errorf("secure API: %w", err)
 		}
 	}
-	return &secureAuth{tls: tlsConfig, auth: authn.New(s.ClientCAFile != "", tokens)}, nil
+	gate, err := authn.NewGate(client, authn.Config{
+		NodeName:             cfg.NodeName,
+		ClientCertificates:   s.ClientCAFile != "",
+		Tokens:               tokens,
+		TokenWebhook:         ptr.Deref(s.WebhookAuthentication, false),
+		TokenWebhookCacheTTL: s.WebhookCacheTTL,
+		AuthorizationMode:    s.AuthorizationMode,
+		AuthorizedTTL:        s.AuthorizedCacheTTL,
+		UnauthorizedTTL:      s.UnauthorizedCacheTTL,
+	}, log.With("api", "secure"))
+	if err != nil {
+		return nil, fmt.Errorf("secure API: %w", err)
+	}
+	return &secureAuth{tls: tlsConfig, auth: gate}, nil
 }
 
 // servingIPs are the addresses a self-signed certificate is valid for:

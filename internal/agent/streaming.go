@@ -1,12 +1,18 @@
 package agent
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
 )
 
 // RunningContainerID finds the running instance of a pod's container for
@@ -81,3 +87,31 @@ type notFoundError string
 func notFound(msg string) error              { return notFoundError(msg) }
 func (e notFoundError) Error() string        { return string(e) }
 func (e notFoundError) Is(target error) bool { return target == fs.ErrNotExist }
+
+// RunningPodSandboxID finds the pod's ready sandbox for port forwarding
+// (server.StreamingPods).
+func (a *apiSource) RunningPodSandboxID(namespace, name string) (string, types.UID, error) {
+	var uid types.UID
+	for _, p := range a.loop.pods() {
+		if p.Namespace == namespace && p.Name == name && p.DeletionTimestamp == nil {
+			uid = p.UID
+		}
+	}
+	if uid == "" {
+		return "", "", notFound(fmt.Sprintf("pod %q not found in namespace %q", name, namespace))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiCallTimeout)
+	defer cancel()
+	sandboxes, err := a.cri.ListPodSandboxes(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{container.LabelPodUID: string(uid)},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("list the sandboxes of pod %s/%s: %w", namespace, name, err)
+	}
+	if len(sandboxes) == 0 {
+		return "", "", notFound(fmt.Sprintf("pod %s/%s has no running sandbox", namespace, name))
+	}
+	newest := slices.MaxFunc(sandboxes, func(a, b *runtimeapi.PodSandbox) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) })
+	return newest.Id, uid, nil
+}

@@ -1,14 +1,21 @@
-// Package authn says who is calling berth's secure API: a client
-// certificate signed by the configured CA, or a bearer token from the token
-// file. There is no anonymous caller: a request neither identifies is
-// refused with 401 before any handler runs. Every authenticated caller may
-// do everything (the kubelet's AlwaysAllow); the identity is what requests
-// are logged with.
+// Package authn guards berth's secure API as the kubelet guards its port
+// 10250: who is calling, and whether they may.
+//
+// A caller is authenticated by a client certificate signed by the
+// configured CA, by a bearer token from the token file, or, in a cluster,
+// by a bearer token the API server vouches for (TokenReview). There is no
+// anonymous caller: a request nobody identifies is refused with 401 before
+// any handler runs. Authorization is the kubelet's AlwaysAllow (every
+// authenticated caller may do everything) or Webhook, which asks the API
+// server with a SubjectAccessReview about the node's subresource the path
+// maps to (RequestAttributes). Gate puts both in front of the handlers;
+// the identity is what requests are logged with.
 package authn
 
 import (
 	"context"
 	"crypto/sha256"
+	"log/slog"
 	"net/http"
 	"strings"
 )
@@ -18,11 +25,16 @@ type User struct {
 	Name   string
 	UID    string
 	Groups []string
-	// Method is how the caller proved who it is: "x509" or "token".
+	// Extra is what the API server's TokenReview said besides, passed on
+	// in SubjectAccessReviews as the kubelet does.
+	Extra map[string][]string
+	// Method is how the caller proved who it is: "x509", "token" (the
+	// token file) or "webhook" (a token the API server reviewed).
 	Method string
 }
 
-// Authenticator checks the credentials of a request.
+// Authenticator checks the credentials berth holds itself: client
+// certificates and the token file.
 type Authenticator struct {
 	// x509 trusts the TLS layer: the server verified the client's chain
 	// against the CA bundle before the request reached us.
@@ -58,6 +70,12 @@ func (a *Authenticator) Authenticate(r *http.Request) (User, bool) {
 	return User{}, false
 }
 
+// Require serves next only to authenticated callers, each of whom may do
+// everything (AlwaysAllow); everyone else gets 401 and nothing runs.
+func (a *Authenticator) Require(next http.Handler) http.Handler {
+	return (&Gate{local: a, log: slog.New(slog.DiscardHandler)}).Require(next)
+}
+
 // bearer extracts the token of an "Authorization: Bearer" header.
 func bearer(header string) (string, bool) {
 	scheme, token, ok := strings.Cut(header, " ")
@@ -66,20 +84,6 @@ func bearer(header string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
-}
-
-// Require serves next only to authenticated callers, with the caller in
-// the request's context; everyone else gets 401 and nothing runs.
-func (a *Authenticator) Require(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, ok := a.Authenticate(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), u)))
-	})
 }
 
 type userKey struct{}
@@ -93,4 +97,26 @@ func WithUser(ctx context.Context, u User) context.Context {
 func UserFrom(ctx context.Context) (User, bool) {
 	u, ok := ctx.Value(userKey{}).(User)
 	return u, ok
+}
+
+// Caller is where Require leaves the caller it identified for middleware
+// wrapped around it, which never sees the request Require hands on: the
+// request log. It is filled before authorization, so a refused request
+// is logged with its user too.
+type Caller struct {
+	User  User
+	Known bool
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c for Require to fill.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+func recordCaller(ctx context.Context, u User) {
+	if c, ok := ctx.Value(callerKey{}).(*Caller); ok {
+		c.User, c.Known = u, true
+	}
 }

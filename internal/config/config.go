@@ -96,6 +96,13 @@ type Config struct {
 	ContainerGC ContainerGC
 	// Serving is the secure API.
 	Serving Serving
+	// Cluster is how berth joins a control plane; standalone without a
+	// kubeconfig.
+	Cluster Cluster
+
+	// BuildVersion is berth's own version, set by the binary (not
+	// configurable): the Node reports it.
+	BuildVersion string
 
 	// Kubelet is the configuration file as decoded, with the fields berth
 	// honours set to their effective values; a bare KubeletConfiguration when
@@ -210,6 +217,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Eviction.validate()...)
 	errs = append(errs, c.ContainerGC.validate()...)
 	errs = append(errs, c.validateServing()...)
+	errs = append(errs, c.validateCluster()...)
 	return errors.Join(errs...)
 }
 

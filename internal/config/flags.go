@@ -96,5 +96,6 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int32(flagMaxContainers, DefaultMaxContainers, "dead containers kept on the node in all; negative for no limit")
 	fs.Duration(flagContainerGCPeriod, DefaultContainerGCPeriod, "how often the container GC runs")
 	addServingFlags(fs)
+	addClusterFlags(fs)
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

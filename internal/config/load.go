@@ -66,7 +66,9 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		Images:             defaultImages(),
 		Eviction:           defaultEviction(),
 		ContainerGC:        defaultContainerGC(),
+		Cluster:            defaultCluster(),
 	}
+	portSet := false
 
 	kc := &kubeletconfigv1beta1.KubeletConfiguration{}
 	if path != "" {
@@ -77,6 +79,8 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		applyFile(cfg, kf)
 		applyImagesFile(&cfg.Images, kf.config, kf.set)
 		applyEvictionFile(&cfg.Eviction, kf.config, kf.set)
+		applyClusterFile(&cfg.Cluster, kf.config, kf.set)
+		portSet = kf.set["port"]
 		fileErrs := append(applyResourcesFile(&cfg.Resources, kf.config, kf.set),
 			applyServingFile(&cfg.Serving, kf.config, kf.set))
 		if err := errors.Join(fileErrs...); err != nil {
@@ -92,7 +96,14 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		if err := errors.Join(applyFlags(cfg, flags)...); err != nil {
 			return nil, err
 		}
+		portSet = portSet || flags.Changed(flagPort)
 	}
+	// A node of a cluster serves the API server on the kubelet's port
+	// unless told otherwise; standalone, the secure API is opt-in.
+	if cfg.Cluster.Enabled() && !portSet {
+		cfg.Serving.Port = DefaultClusterPort
+	}
+	cfg.Serving.defaultDelegation(cfg.Cluster.KubeconfigPath)
 	if err := errors.Join(fillHostDefaults(cfg, h), cfg.Validate()); err != nil {
 		if path != "" {
 			return nil, fmt.Errorf("invalid configuration (%s and flags):\n%w", path, err)
@@ -116,7 +127,9 @@ func honoured(field string) bool {
 		"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
 		"qosReserved", "podPidsLimit",
 		"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
-		"serializeImagePulls", "maxParallelImagePulls":
+		"serializeImagePulls", "maxParallelImagePulls",
+		"registerNode", "registerWithTaints", "providerID", "nodeStatusUpdateFrequency",
+		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization":
 		return true
 	}
 	return false
@@ -210,6 +223,7 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		*f.dst = m
 	}
 	errs = append(errs, applyServingFlags(&cfg.Serving, fs)...)
+	errs = append(errs, applyClusterFlags(&cfg.Cluster, fs)...)
 	// --log-level wins over its alias --v when both are given.
 	var v string
 	errs = append(errs, override(fs, flagV, fs.GetString, &v))
@@ -319,10 +333,14 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.PodLogsDir = cfg.PodLogsDir
 	kc.PodCIDR = cfg.PodCIDR
 	kc.Logging.Format = cfg.LogFormat
-	kc.Port = cfg.Serving.Port
-	kc.TLSCertFile = cfg.Serving.TLSCertFile
-	kc.TLSPrivateKeyFile = cfg.Serving.TLSPrivateKeyFile
-	kc.Authentication.X509.ClientCAFile = cfg.Serving.ClientCAFile
+	writeBackServing(kc, cfg.Serving)
+	cl := cfg.Cluster
+	kc.RegisterNode = &cl.RegisterNode
+	kc.RegisterWithTaints = cl.RegisterWithTaints
+	kc.ProviderID = cl.ProviderID
+	kc.NodeStatusUpdateFrequency = metav1.Duration{Duration: cl.NodeStatusUpdateFrequency}
+	kc.NodeStatusReportFrequency = metav1.Duration{Duration: cl.NodeStatusReportFrequency}
+	kc.NodeLeaseDurationSeconds = cl.NodeLeaseDurationSeconds
 	r := cfg.Resources
 	kc.CgroupsPerQOS = &r.CgroupsPerQOS
 	kc.CgroupRoot = r.CgroupRoot

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -84,6 +85,11 @@ func TestLoadDefaults(t *testing.T) {
 			MonitoringInterval:       10 * time.Second,
 		},
 		ContainerGC: ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
+		Cluster: Cluster{RegisterNode: true, NodeStatusUpdateFrequency: 10 * time.Second,
+			NodeStatusReportFrequency: 5 * time.Minute, NodeLeaseDurationSeconds: 40},
+		// Standalone: no webhooks, every authenticated caller allowed.
+		Serving: Serving{WebhookAuthentication: ptr.To(false), WebhookCacheTTL: 2 * time.Minute,
+			AuthorizationMode: "AlwaysAllow", AuthorizedCacheTTL: 5 * time.Minute, UnauthorizedCacheTTL: 30 * time.Second},
 	}
 	got := *cfg
 	got.Kubelet = nil

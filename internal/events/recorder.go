@@ -44,6 +44,17 @@ type Recorder struct {
 	// serial makes event names unique; it starts at the creation time in
 	// nanoseconds, as the API client's names do, so names read alike.
 	serial uint64
+	// sink, when set, receives a copy of every event recorded or repeated
+	// (the API server's, in cluster mode).
+	sink func(v1.Event)
+}
+
+// SetSink hands a copy of every event recorded from now on to sink, which
+// must not block (it queues). Set it before the recorder is shared.
+func (r *Recorder) SetSink(sink func(v1.Event)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sink = sink
 }
 
 // object is what events are kept by: a pod name, or the node.
@@ -113,6 +124,9 @@ func (r *Recorder) record(key object, ref v1.ObjectReference, eventType, reason,
 		e.LastTimestamp = now
 		// The repeat makes it the most recently seen.
 		r.objects[key] = append(slices.Delete(list, i, i+1), e)
+		if r.sink != nil {
+			r.sink(*e.DeepCopy())
+		}
 		return
 	}
 
@@ -141,6 +155,9 @@ func (r *Recorder) record(key object, ref v1.ObjectReference, eventType, reason,
 	}
 	r.objects[key] = append(list, e)
 	r.total++
+	if r.sink != nil {
+		r.sink(*e.DeepCopy())
+	}
 	for r.total > MaxEvents {
 		r.dropLeastRecent()
 	}

@@ -12,18 +12,23 @@ import (
 type Snapshot struct {
 	Pods   []*v1.Pod       // valid pods, sorted by namespace/name, each fully defaulted
 	Errors []ManifestError // one per broken file or broken document, in file order
+	// Incomplete is set while a source has not reported yet (the API
+	// server before its first list): a pod missing from the snapshot may
+	// still be wanted, so nothing is killed for being absent.
+	Incomplete bool
 }
 
 // Equal reports whether two snapshots ask for the same pods and report the
-// same errors. A pod's UID covers its file, node and content, so comparing
-// UIDs compares everything a manifest can change.
+// same errors. A static pod's UID covers its file, node and content, so
+// comparing UIDs compares everything a manifest can change; an API server's
+// pod keeps its UID and changes its resourceVersion.
 func (s Snapshot) Equal(o Snapshot) bool {
-	if len(s.Pods) != len(o.Pods) || len(s.Errors) != len(o.Errors) {
+	if len(s.Pods) != len(o.Pods) || len(s.Errors) != len(o.Errors) || s.Incomplete != o.Incomplete {
 		return false
 	}
 	for i := range s.Pods {
 		a, b := s.Pods[i], o.Pods[i]
-		if a.UID != b.UID || a.Namespace != b.Namespace || a.Name != b.Name {
+		if a.UID != b.UID || a.Namespace != b.Namespace || a.Name != b.Name || a.ResourceVersion != b.ResourceVersion {
 			return false
 		}
 	}

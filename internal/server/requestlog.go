@@ -20,7 +20,10 @@ func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock, qu
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := clk.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
+		// The guard hands the handlers a request of its own; it leaves
+		// the caller here for this log.
+		var caller authn.Caller
+		next.ServeHTTP(rec, r.WithContext(authn.WithCaller(r.Context(), &caller)))
 		attrs := []slog.Attr{
 			slog.String("method", r.Method),
 			slog.String("uri", r.URL.RequestURI()),
@@ -28,8 +31,8 @@ func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock, qu
 			slog.Duration("duration", clk.Since(start).Round(time.Microsecond)),
 			slog.String("remote", r.RemoteAddr),
 		}
-		if u, ok := authn.UserFrom(r.Context()); ok {
-			attrs = append(attrs, slog.String("user", u.Name), slog.String("authn", u.Method))
+		if caller.Known {
+			attrs = append(attrs, slog.String("user", caller.User.Name), slog.String("authn", caller.User.Method))
 		}
 		level := slog.LevelInfo
 		if quietProbes && isProbe(r.URL.Path) {

@@ -6,8 +6,9 @@
 // which stand in for the API server's events; /devices, the device plugins'
 // resources and allocations; and /images, the images with their
 // garbage-collection state. It has no authentication and berth keeps it on
-// loopback. The secure API (NewSecure) serves the same plus exec and attach
-// (NewStreamingHandler), over TLS, to authenticated callers only.
+// loopback. The secure API (NewSecure) serves the same plus exec, attach and
+// portForward (NewStreamingHandler), over TLS, to the callers its Guard lets
+// through.
 package server
 
 import (
@@ -27,7 +28,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/admission"
-	"github.com/berth-dev/berth/internal/authn"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
@@ -106,21 +106,32 @@ func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger
 	return s
 }
 
+// Guard decides who reaches the secure API's handlers: *authn.Gate
+// (authentication, then AlwaysAllow or the API server's authorization), or
+// *authn.Authenticator (AlwaysAllow).
+type Guard interface {
+	// Require answers the requests it refuses (401, 403) itself and hands
+	// the others to next, with the caller in their context.
+	Require(next http.Handler) http.Handler
+}
+
 // NewSecure returns the secure API, which will listen on addr over TLS
 // with tlsConfig: everything the read-only API serves, plus streaming (the
-// exec and attach endpoints), for the callers auth authenticates only. A
-// request without valid credentials is answered 401 before any handler
-// runs.
+// exec, attach and portForward endpoints), for the callers guard lets
+// through only. A request without valid credentials is answered 401, and
+// one the authorizer refuses 403, before any handler runs.
 func NewSecure(addr string, src Source, gatherer prometheus.Gatherer, streaming http.Handler,
-	auth *authn.Authenticator, tlsConfig *tls.Config, log *slog.Logger) *Server {
+	guard Guard, tlsConfig *tls.Config, log *slog.Logger) *Server {
 	s := newServer(addr, src, gatherer, log)
 	if streaming != nil {
-		// The streaming handler routes /exec/{namespace}/{pod}/{container}
-		// and /attach/... itself, with every method an upgrade may use.
+		// The streaming handler routes /exec/{namespace}/{pod}/{container},
+		// /attach/... and /portForward/{namespace}/{pod} itself, with
+		// every method an upgrade may use.
 		s.mux.Handle("/exec/", streaming)
 		s.mux.Handle("/attach/", streaming)
+		s.mux.Handle("/portForward/", streaming)
 	}
-	s.handler = logRequests(auth.Require(s.mux), log, clock.RealClock{}, false)
+	s.handler = logRequests(guard.Require(s.mux), log, clock.RealClock{}, false)
 	s.tls = tlsConfig
 	return s
 }

@@ -18,30 +18,38 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/clock"
 )
 
-// StreamingPods finds the container a stream is for.
+// StreamingPods finds the container or pod a stream is for.
 type StreamingPods interface {
 	// RunningContainerID returns the runtime ID of the running instance of
 	// the pod's container. An error wrapping fs.ErrNotExist (unknown pod,
 	// unknown container, container not running) becomes a 404 with the
 	// error's text.
 	RunningContainerID(namespace, pod, container string) (string, error)
+	// RunningPodSandboxID returns the runtime ID of the pod's running
+	// sandbox, whose network namespace port forwarding enters, and the
+	// pod's UID. An error wrapping fs.ErrNotExist (unknown pod, no running
+	// sandbox) becomes a 404 with the error's text.
+	RunningPodSandboxID(namespace, pod string) (sandboxID string, uid types.UID, err error)
 }
 
-// StreamingRuntime prepares exec and attach streams and returns the URL
-// where the runtime serves each: runtime.Service.
+// StreamingRuntime prepares exec, attach and port-forward streams and
+// returns the URL where the runtime serves each: runtime.Service.
 type StreamingRuntime interface {
 	Exec(ctx context.Context, req *runtimeapi.ExecRequest) (string, error)
 	Attach(ctx context.Context, req *runtimeapi.AttachRequest) (string, error)
+	PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (string, error)
 }
 
 const (
-	streamExec   = "exec"
-	streamAttach = "attach"
+	streamExec        = "exec"
+	streamAttach      = "attach"
+	streamPortForward = "portForward"
 
 	// upstreamDialTimeout and upstreamUpgradeTimeout bound reaching the
 	// runtime's streaming server and its answer to the upgrade; the
@@ -69,12 +77,14 @@ type streamingHandler struct {
 // NewStreamingHandler serves the kubelet's streaming paths
 // /exec/{namespace}/{pod}/{container} and /attach/{namespace}/{pod}/{container}
 // (GET or POST, upgraded to SPDY or WebSocket, with the kubelet's query:
-// command, input, output, error, tty). It asks the runtime for a stream of
-// the running container and proxies the upgraded connection to the
-// runtime's streaming server, which speaks the remote command protocol
-// itself. Whoever can reach it can run anything in any container: mount it
-// only where clients are authenticated, never on the read-only API. A nil
-// logger discards.
+// command, input, output, error, tty), and /portForward/{namespace}/{pod}
+// (also .../{uid}; a WebSocket client names its ports in the query, port=,
+// a SPDY client in each stream). It asks the runtime for a stream of the
+// running container, or of the pod's sandbox, and proxies the upgraded
+// connection to the runtime's streaming server, which speaks the remote
+// command and port-forward protocols itself. Whoever can reach it can run
+// anything in any container: mount it only where clients are
+// authenticated, never on the read-only API. A nil logger discards.
 func NewStreamingHandler(pods StreamingPods, rt StreamingRuntime, log *slog.Logger) http.Handler {
 	return newStreamingHandler(pods, rt, log).routes()
 }
@@ -104,6 +114,10 @@ func (h *streamingHandler) routes() http.Handler {
 		pattern := "/" + kind + "/{namespace}/{pod}/{container}"
 		mux.HandleFunc("GET "+pattern, h.serve(kind))
 		mux.HandleFunc("POST "+pattern, h.serve(kind))
+	}
+	for _, pattern := range []string{"/portForward/{namespace}/{pod}", "/portForward/{namespace}/{pod}/{uid}"} {
+		mux.HandleFunc("GET "+pattern, h.servePortForward)
+		mux.HandleFunc("POST "+pattern, h.servePortForward)
 	}
 	return mux
 }
@@ -135,24 +149,35 @@ func (h *streamingHandler) serve(kind string) http.HandlerFunc {
 		}
 		target, err := h.streamURL(r.Context(), kind, id, opts)
 		if err != nil {
-			code := http.StatusInternalServerError
-			if status.Code(err) == codes.NotFound {
-				code = http.StatusNotFound // the instance went away since it was looked up
-			}
-			http.Error(w, err.Error(), code)
+			streamURLError(w, err)
 			return
 		}
-		// The server's read and write deadlines do not cut the stream:
-		// hijacking the connection clears them.
-		start := h.clock.Now()
-		h.proxy(target).ServeHTTP(&hijackWriter{ResponseWriter: w, linger: h.linger}, r)
+		duration := h.proxyStream(w, r, target)
 		command := ""
 		if len(opts.Command) > 0 {
 			command = opts.Command[0]
 		}
 		h.log.Info("stream ended", "kind", kind, "pod", namespace+"/"+pod, "container", container,
-			"command", command, "tty", opts.TTY, "duration", h.clock.Since(start))
+			"command", command, "tty", opts.TTY, "duration", duration)
 	}
+}
+
+// proxyStream proxies the upgraded connection to target and returns how
+// long the stream lasted. The server's read and write deadlines do not
+// cut the stream: hijacking the connection clears them.
+func (h *streamingHandler) proxyStream(w http.ResponseWriter, r *http.Request, target *url.URL) time.Duration {
+	start := h.clock.Now()
+	h.proxy(target).ServeHTTP(&hijackWriter{ResponseWriter: w, linger: h.linger}, r)
+	return h.clock.Since(start)
+}
+
+// streamURLError answers a failure to prepare a stream.
+func streamURLError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	if status.Code(err) == codes.NotFound {
+		code = http.StatusNotFound // the instance went away since it was looked up
+	}
+	http.Error(w, err.Error(), code)
 }
 
 // streamURL asks the runtime to prepare the stream and returns where it
@@ -176,6 +201,12 @@ func (h *streamingHandler) streamURL(ctx context.Context, kind, containerID stri
 	if err != nil {
 		return nil, err
 	}
+	return parseStreamURL(kind, raw)
+}
+
+// parseStreamURL checks that the runtime answered with a URL berth can
+// proxy to.
+func parseStreamURL(kind, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("the runtime answered %s with an unusable URL %q", kind, raw)

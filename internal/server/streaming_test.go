@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -95,15 +96,30 @@ func (streamPods) RunningContainerID(namespace, pod, container string) (string, 
 	return "c1", nil
 }
 
+// RunningPodSandboxID knows default/web, running in sandbox s1 with UID
+// uid-web, and default/pending, whose sandbox is not running.
+func (streamPods) RunningPodSandboxID(namespace, pod string) (string, types.UID, error) {
+	switch {
+	case namespace == "default" && pod == "web":
+		return "s1", "uid-web", nil
+	case namespace == "default" && pod == "pending":
+		return "", "", fmt.Errorf("pod %s/%s has no running sandbox: %w", namespace, pod, fs.ErrNotExist)
+	case namespace == "default" && pod == "broken":
+		return "", "", errors.New("status unavailable")
+	}
+	return "", "", fmt.Errorf("pod %s/%s not found: %w", namespace, pod, fs.ErrNotExist)
+}
+
 // streamRuntime answers every stream with url, or err, and records what
 // it was asked.
 type streamRuntime struct {
 	url string
 	err error
 
-	mu     sync.Mutex
-	execs  []*runtimeapi.ExecRequest
-	attach []*runtimeapi.AttachRequest
+	mu       sync.Mutex
+	execs    []*runtimeapi.ExecRequest
+	attach   []*runtimeapi.AttachRequest
+	forwards []*runtimeapi.PortForwardRequest
 }
 
 func (r *streamRuntime) Exec(_ context.Context, req *runtimeapi.ExecRequest) (string, error) {
@@ -120,10 +136,17 @@ func (r *streamRuntime) Attach(_ context.Context, req *runtimeapi.AttachRequest)
 	return r.url, r.err
 }
 
+func (r *streamRuntime) PortForward(_ context.Context, req *runtimeapi.PortForwardRequest) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forwards = append(r.forwards, req)
+	return r.url, r.err
+}
+
 func (r *streamRuntime) calls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.execs) + len(r.attach)
+	return len(r.execs) + len(r.attach) + len(r.forwards)
 }
 
 func upgradeRequest(method, target string) *http.Request {

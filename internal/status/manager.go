@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -15,11 +16,14 @@ import (
 type Manager struct {
 	mu   sync.RWMutex
 	pods map[types.UID]*v1.Pod
+	// changed holds a signal when a status changed or a pod was forgotten
+	// since the reader last looked.
+	changed chan struct{}
 }
 
 // NewManager returns an empty table.
 func NewManager() *Manager {
-	return &Manager{pods: map[types.UID]*v1.Pod{}}
+	return &Manager{pods: map[types.UID]*v1.Pod{}, changed: make(chan struct{}, 1)}
 }
 
 // Set records pod (copied) with st as its status.
@@ -28,7 +32,22 @@ func (m *Manager) Set(pod *v1.Pod, st v1.PodStatus) {
 	p.Status = *st.DeepCopy()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.pods[p.UID]; ok && apiequality.Semantic.DeepEqual(old, p) {
+		return
+	}
 	m.pods[p.UID] = p
+	m.signal()
+}
+
+// Changed receives a signal after statuses changed: one reader (the API
+// server's status sync) re-reads them all, so signals coalesce.
+func (m *Manager) Changed() <-chan struct{} { return m.changed }
+
+func (m *Manager) signal() {
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Get returns the latest status of the pod with the given UID.
@@ -46,7 +65,10 @@ func (m *Manager) Get(uid types.UID) (v1.PodStatus, bool) {
 func (m *Manager) Delete(uid types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.pods, uid)
+	if _, ok := m.pods[uid]; ok {
+		delete(m.pods, uid)
+		m.signal()
+	}
 }
 
 // Pods returns every pod with its status, sorted by namespace, name and UID.

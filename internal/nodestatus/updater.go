@@ -1,0 +1,190 @@
+package nodestatus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+)
+
+// Updater registers the Node and keeps its status current.
+type Updater struct {
+	client  kubernetes.Interface
+	id      Identity
+	observe func() Observed
+	clock   clock.WithTicker
+	log     *slog.Logger
+	// update is how often the status is computed, report how often an
+	// unchanged one is posted anyway.
+	update, report time.Duration
+	register       bool
+	// timeout bounds each API call.
+	timeout time.Duration
+
+	// Owned by Run.
+	lastPosted time.Time
+}
+
+// Options configure an Updater.
+type Options struct {
+	Client  kubernetes.Interface
+	ID      Identity
+	Observe func() Observed
+	Clock   clock.WithTicker
+	Log     *slog.Logger
+	// UpdateEvery and ReportEvery are nodeStatusUpdateFrequency and
+	// nodeStatusReportFrequency.
+	UpdateEvery, ReportEvery time.Duration
+	// Register creates the Node when it does not exist (registerNode).
+	Register bool
+}
+
+// NewUpdater returns an Updater; nothing is sent before Run.
+func NewUpdater(o Options) *Updater {
+	return &Updater{client: o.Client, id: o.ID, observe: o.Observe, clock: o.Clock, log: o.Log,
+		update: o.UpdateEvery, report: o.ReportEvery, register: o.Register, timeout: 10 * time.Second}
+}
+
+// Run registers the node, retrying with back-off while the API server is
+// away, then posts its status every update period when it changed or is
+// due. It returns when ctx is done.
+func (u *Updater) Run(ctx context.Context) {
+	if !u.registerWithRetry(ctx) {
+		return
+	}
+	t := u.clock.NewTicker(u.update)
+	defer t.Stop()
+	for {
+		if err := u.sync(ctx); err != nil && ctx.Err() == nil {
+			u.log.Warn("updating the node's status failed; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// registerWithRetry is the kubelet's registerWithAPIServer: back-off from
+// 100 ms doubling to 7 s until the Node exists.
+func (u *Updater) registerWithRetry(ctx context.Context) bool {
+	delay := 100 * time.Millisecond
+	for {
+		err := u.registerOnce(ctx)
+		if err == nil {
+			return true
+		}
+		u.log.Warn("registering the node failed; retrying", "node", u.id.Name, "in", delay, "err", err)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-u.clock.After(delay):
+		}
+		delay = min(2*delay, 7*time.Second)
+	}
+}
+
+func (u *Updater) registerOnce(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	nodes := u.client.CoreV1().Nodes()
+	if u.register {
+		node := Initial(u.id, u.observe(), u.clock.Now())
+		_, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+		if err == nil {
+			u.log.Info("node registered", "node", u.id.Name)
+			u.lastPosted = u.clock.Now()
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create node %s: %w", u.id.Name, explain(err, "create", "nodes"))
+		}
+	}
+	existing, err := nodes.Get(ctx, u.id.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", u.id.Name, explain(err, "get", "nodes"))
+	}
+	labels, changed := Reconcile(existing, u.id)
+	if !changed {
+		u.log.Info("node already registered", "node", u.id.Name)
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := nodes.Patch(ctx, u.id.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch node %s labels: %w", u.id.Name, explain(err, "patch", "nodes"))
+	}
+	u.log.Info("node already registered; labels reconciled", "node", u.id.Name)
+	return nil
+}
+
+// sync posts the status when it changed or is due.
+func (u *Updater) sync(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	defer cancel()
+	nodes := u.client.CoreV1().Nodes()
+	node, err := nodes.Get(ctx, u.id.Name, metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) && u.register {
+		// Deleted behind berth's back (or a new control plane): register
+		// again, as the kubelet does.
+		u.log.Warn("the node is gone from the API server; registering it again", "node", u.id.Name)
+		return u.registerOnce(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", u.id.Name, explain(err, "get", "nodes"))
+	}
+	now := u.clock.Now()
+	next := Status(u.id, u.observe(), node.Status, now)
+	if !Due(Changed(node.Status, next), u.lastPosted, now, u.report) {
+		return nil
+	}
+	patch, err := statusPatch(node.UID, node.Status, next)
+	if err != nil {
+		return err
+	}
+	if _, err := nodes.Patch(ctx, u.id.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("patch node %s status: %w", u.id.Name, explain(err, "patch", "nodes/status"))
+	}
+	u.lastPosted = now
+	return nil
+}
+
+// statusPatch is the strategic merge patch from old to new, with the
+// Node's UID in it so that it never lands on a recreated namesake (the
+// kubelet's PatchNodeStatus).
+func statusPatch(uid types.UID, old, new v1.NodeStatus) ([]byte, error) {
+	oldJSON, err := json.Marshal(v1.Node{Status: old})
+	if err != nil {
+		return nil, err
+	}
+	newJSON, err := json.Marshal(v1.Node{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("node status patch: %w", err)
+	}
+	return patch, nil
+}
+
+// explain names the verb and resource of a Forbidden answer, which is
+// otherwise a bare "forbidden" in the log.
+func explain(err error, verb, resource string) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("forbidden to %s %s (is berth's identity system:node:<name> in group system:nodes?): %w", verb, resource, err)
+	}
+	return err
+}

@@ -1,0 +1,520 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth-dev/berth/test/cluster"
+)
+
+// clusterNode is a berth joined to the test's control plane.
+type clusterNode struct {
+	*node
+	name string
+	// apiPort is the secure API's port, where the API server calls.
+	apiPort int
+}
+
+// startControlPlane builds (or reuses) the control plane's binaries and
+// starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+func startControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	var buildLog strings.Builder
+	bins, err := cluster.Build(ctx, &buildLog)
+	if err != nil {
+		t.Fatalf("building the control plane: %v\n%s", err, buildLog.String())
+	}
+	dir, err := os.MkdirTemp("/tmp", "berth-cp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cp, err := cluster.Start(ctx, bins, dir, cluster.Options{NodeMonitorGracePeriod: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("starting the control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs:\n%s", cp.LogTails(40))
+		}
+		cp.Stop()
+	})
+	client, err := cp.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, client
+}
+
+// startClusterNode starts a berth named name that joins cp with a node
+// identity of its own (system:node:<name>).
+func startClusterNode(t *testing.T, cp *cluster.ControlPlane, name string, extraArgs ...string) *clusterNode {
+	t.Helper()
+	kubeconfig, err := cp.NodeKubeconfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	args := append([]string{
+		"--node-name", name,
+		"--kubeconfig", kubeconfig,
+		"--node-ip", "127.0.0.1",
+		"--port", fmt.Sprint(port),
+		"--client-ca-file", cp.KubeletClientCA(),
+		"--node-status-update-frequency", "2s",
+	}, extraArgs...)
+	n := startNode(t, args...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("berth %s log:\n%s", name, n.logTail())
+		}
+	})
+	return &clusterNode{node: n, name: name, apiPort: port}
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func waitNodeReady(t *testing.T, client kubernetes.Interface, name string, ready bool, timeout time.Duration) *v1.Node {
+	t.Helper()
+	var node *v1.Node
+	waitFor(t, timeout, fmt.Sprintf("node %s Ready=%v", name, ready), func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		node = n
+		return nodeReady(n) == ready, fmt.Sprintf("conditions %v", n.Status.Conditions)
+	})
+	return node
+}
+
+func kubectl(t *testing.T, cp *cluster.ControlPlane, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, errOut, err := cp.Kubectl(ctx, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+func applyYAML(t *testing.T, cp *cluster.ControlPlane, manifest string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, cp, "apply", "-f", f)
+}
+
+// deploymentYAML spreads replicas over the nodes one by one: each replica
+// logs a greeting, serves readiness by a file, and on SIGTERM writes to
+// its node's hostPath so the test sees it stopped gracefully.
+func deploymentYAML(name string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+spec:
+  replicas: %[2]d
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+    spec:
+      terminationGracePeriodSeconds: 20
+      topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: kubernetes.io/hostname
+        whenUnsatisfiable: DoNotSchedule
+        labelSelector:
+          matchLabels: {app: %[1]s}
+      containers:
+      - name: app
+        image: %[3]s
+        imagePullPolicy: Never
+        command: ["sh", "-c"]
+        args:
+        - |
+          echo "hello from $POD_NAME in $POD_NAMESPACE"
+          touch /tmp/ready
+          trap 'echo "$POD_NAME got SIGTERM" >> /out/terminated; exit 0' TERM
+          while true; do sleep 1; done
+        env:
+        - name: POD_NAME
+          valueFrom: {fieldRef: {fieldPath: metadata.name}}
+        - name: POD_NAMESPACE
+          valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+        readinessProbe:
+          exec: {command: ["cat", "/tmp/ready"]}
+          periodSeconds: 1
+        volumeMounts:
+        - {name: out, mountPath: /out}
+      volumes:
+      - name: out
+        hostPath: {path: /tmp/%[1]s-out, type: DirectoryOrCreate}
+`, name, replicas, busybox)
+}
+
+func waitDeploymentReady(t *testing.T, client kubernetes.Interface, name string, replicas int32, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, "deployment "+name+" ready", func() (bool, string) {
+		d, err := client.AppsV1().Deployments("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.ReadyReplicas == replicas && d.Status.UpdatedReplicas == replicas,
+			fmt.Sprintf("ready %d of %d", d.Status.ReadyReplicas, replicas)
+	})
+}
+
+func podsOf(t *testing.T, client kubernetes.Interface, app string) []v1.Pod {
+	t.Helper()
+	list, err := client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// TestCluster joins three berth nodes to a real control plane built from
+// the Kubernetes sources, and checks what a kubelet user relies on: the
+// nodes register Ready with their device resources, kube-scheduler's pods
+// run and turn Ready, kubectl logs and exec reach them, deleting a pod stops
+// it gracefully, a static pod shows as a mirror pod, and a node that stops
+// goes NotReady and comes back without restarting its pods.
+func TestCluster(t *testing.T) {
+	cp, client := startControlPlane(t)
+	nodes := []*clusterNode{
+		startClusterNode(t, cp, "berth-1"),
+		startClusterNode(t, cp, "berth-2"),
+		startClusterNode(t, cp, "berth-3"),
+	}
+	n1 := nodes[0]
+	startWidgets(t, n1.node)
+	for _, n := range nodes {
+		waitNodeReady(t, client, n.name, true, 90*time.Second)
+	}
+
+	t.Run("node", func(t *testing.T) {
+		var node *v1.Node
+		waitFor(t, 30*time.Second, "widgets in the Node's allocatable", func() (bool, string) {
+			var err error
+			node, err = client.CoreV1().Nodes().Get(context.Background(), n1.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			q := node.Status.Allocatable[v1.ResourceName(widget)]
+			return q.Value() == 3, fmt.Sprintf("allocatable %v", node.Status.Allocatable)
+		})
+		if node.Labels[v1.LabelHostname] != n1.name || node.Labels[v1.LabelOSStable] != "linux" {
+			t.Errorf("labels = %v", node.Labels)
+		}
+		if node.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(n1.apiPort) {
+			t.Errorf("kubelet endpoint = %+v, want port %d", node.Status.DaemonEndpoints, n1.apiPort)
+		}
+		if !strings.HasPrefix(node.Status.NodeInfo.KubeletVersion, "v1.37.0-berth") ||
+			!strings.HasPrefix(node.Status.NodeInfo.ContainerRuntimeVersion, "containerd://") {
+			t.Errorf("nodeInfo = %+v", node.Status.NodeInfo)
+		}
+		out := kubectl(t, cp, "get", "nodes", "--no-headers", "-o", "custom-columns=NAME:.metadata.name,WIDGETS:.status.allocatable.example\\.com/widget")
+		for _, n := range nodes {
+			want := "<none>"
+			if n == n1 {
+				want = "3"
+			}
+			if !hasLine(out, n.name, want) {
+				t.Errorf("kubectl get nodes lacks %s Ready:\n%s", n.name, out)
+			}
+		}
+		lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n1.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node lease: %v", err)
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != n1.name || len(lease.OwnerReferences) != 1 {
+			t.Errorf("lease = %+v", lease)
+		}
+	})
+
+	t.Run("deployment", func(t *testing.T) {
+		applyYAML(t, cp, deploymentYAML("web", 3))
+		waitDeploymentReady(t, client, "web", 3, 2*time.Minute)
+		pods := podsOf(t, client, "web")
+		var on []string
+		for _, p := range pods {
+			on = append(on, p.Spec.NodeName)
+			if p.Status.PodIP == "" || p.Status.HostIP != "127.0.0.1" || p.Status.QOSClass != v1.PodQOSBestEffort {
+				t.Errorf("pod %s status = %+v", p.Name, p.Status)
+			}
+		}
+		slices.Sort(on)
+		if want := []string{"berth-1", "berth-2", "berth-3"}; !slices.Equal(on, want) {
+			t.Errorf("replicas on %v, want one on each of %v", on, want)
+		}
+
+		pod := pods[0]
+		logs := kubectl(t, cp, "logs", pod.Name)
+		if want := "hello from " + pod.Name + " in default"; !strings.Contains(logs, want) {
+			t.Errorf("kubectl logs = %q, want %q", logs, want)
+		}
+		if out := kubectl(t, cp, "exec", pod.Name, "--", "sh", "-c", "echo exec-ok $POD_NAME"); strings.TrimSpace(out) != "exec-ok "+pod.Name {
+			t.Errorf("kubectl exec = %q", out)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if _, _, err := cp.Kubectl(ctx, "exec", pod.Name, "--", "sh", "-c", "exit 3"); err == nil ||
+			!strings.Contains(err.Error(), "exit status 3") {
+			t.Errorf("kubectl exec of a failing command: err = %v, want exit status 3", err)
+		}
+	})
+
+	t.Run("events", func(t *testing.T) {
+		pod := podsOf(t, client, "web")[0]
+		waitFor(t, 30*time.Second, "berth's events of "+pod.Name+" in the API server", func() (bool, string) {
+			list, err := client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+				FieldSelector: "involvedObject.name=" + pod.Name})
+			if err != nil {
+				return false, err.Error()
+			}
+			var reasons []string
+			for _, e := range list.Items {
+				if e.Source.Component == "berth" && e.Source.Host == pod.Spec.NodeName {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			return slices.Contains(reasons, "Started"), fmt.Sprint(reasons)
+		})
+	})
+
+	t.Run("config and secrets", func(t *testing.T) {
+		applyYAML(t, cp, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {greeting: hello, color: blue}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: consumer}
+spec:
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+    envFrom:
+    - prefix: CFG_
+      configMapRef: {name: settings}
+    env:
+    - name: PASSWORD
+      valueFrom: {secretKeyRef: {name: creds, key: password}}
+    volumeMounts:
+    - {name: settings, mountPath: /etc/settings}
+    - {name: creds, mountPath: /etc/creds}
+  volumes:
+  - name: settings
+    configMap: {name: settings}
+  - name: creds
+    secret: {secretName: creds, defaultMode: 0400}
+`, busybox))
+		waitFor(t, 60*time.Second, "pod consumer Running", func() (bool, string) {
+			p, err := client.CoreV1().Pods("default").Get(context.Background(), "consumer", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
+		})
+		script := "echo $CFG_greeting $CFG_color $PASSWORD; cat /etc/settings/greeting; echo; cat /etc/creds/password; echo; " +
+			"head -c 3 /var/run/secrets/kubernetes.io/serviceaccount/token; echo; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace"
+		got := kubectl(t, cp, "exec", "consumer", "--", "sh", "-c", script)
+		if want := "hello blue s3cret\nhello\ns3cret\neyJ\ndefault"; strings.TrimSpace(got) != want {
+			t.Errorf("the pod sees %q, want %q", got, want)
+		}
+		kubectl(t, cp, "delete", "pod", "consumer", "--grace-period=1")
+	})
+
+	t.Run("kubelet API authorization", func(t *testing.T) {
+		// The default service account has no RBAC on nodes/proxy: berth
+		// asks the API server and refuses it; nobody at all gets 401.
+		tr, err := client.CoreV1().ServiceAccounts("default").CreateToken(context.Background(), "default",
+			&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := fmt.Sprintf("https://127.0.0.1:%d/pods", n1.apiPort)
+		for _, tc := range []struct {
+			token string
+			want  int
+		}{{"", http.StatusUnauthorized}, {"not-a-token", http.StatusUnauthorized}, {tr.Status.Token, http.StatusForbidden}} {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // berth's self-signed certificate
+			resp, err := insecure.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("token %.8q: %d %s, want %d", tc.token, resp.StatusCode, body, tc.want)
+			}
+		}
+	})
+
+	t.Run("graceful delete", func(t *testing.T) {
+		pods := podsOf(t, client, "web")
+		victim := pods[0]
+		out := "/tmp/web-out/terminated"
+		os.Remove(out)
+		t.Cleanup(func() { os.RemoveAll("/tmp/web-out") })
+		kubectl(t, cp, "delete", "pod", victim.Name, "--wait=false")
+		waitFor(t, 60*time.Second, "pod "+victim.Name+" gone from the API server", func() (bool, string) {
+			_, err := client.CoreV1().Pods("default").Get(context.Background(), victim.Name, metav1.GetOptions{})
+			return err != nil, fmt.Sprint(err)
+		})
+		data, _ := os.ReadFile(out)
+		if !strings.Contains(string(data), victim.Name+" got SIGTERM") {
+			t.Errorf("the container did not see SIGTERM before it went: %q", data)
+		}
+		waitDeploymentReady(t, client, "web", 3, 2*time.Minute)
+	})
+
+	t.Run("mirror pod", func(t *testing.T) {
+		n1.writeManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: static-web
+  namespace: default
+spec:
+  containers:
+  - name: app
+    image: %s
+    command: ["sleep", "3600"]
+`, busybox))
+		mirror := "static-web-" + n1.name
+		waitFor(t, 60*time.Second, "mirror pod "+mirror+" Running", func() (bool, string) {
+			p, err := client.CoreV1().Pods("default").Get(context.Background(), mirror, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if _, ok := p.Annotations[v1.MirrorPodAnnotationKey]; !ok {
+				return false, "no mirror annotation"
+			}
+			return p.Status.Phase == v1.PodRunning && p.Spec.NodeName == n1.name, string(p.Status.Phase)
+		})
+		n1.removeManifest("static.yaml")
+		waitFor(t, 60*time.Second, "mirror pod removed", func() (bool, string) {
+			_, err := client.CoreV1().Pods("default").Get(context.Background(), mirror, metav1.GetOptions{})
+			return err != nil, fmt.Sprint(err)
+		})
+	})
+
+	// The closing note's figures: the time from kubectl apply to 30 Ready
+	// pods over three nodes, and berth's API requests for each pod from
+	// creation to deletion. Logged, not asserted: the machine is shared.
+	t.Run("thirty pods", func(t *testing.T) {
+		before := apiRequestsByResource(nodes)
+		start := time.Now()
+		applyYAML(t, cp, strings.Replace(deploymentYAML("many", 30), "maxSkew: 1", "maxSkew: 2", 1))
+		waitDeploymentReady(t, client, "many", 30, 5*time.Minute)
+		ready := time.Since(start)
+		kubectl(t, cp, "delete", "deployment", "many", "--wait=false")
+		waitFor(t, 3*time.Minute, "the pods of many gone", func() (bool, string) {
+			left := len(podsOf(t, client, "many"))
+			return left == 0, fmt.Sprintf("%d left", left)
+		})
+		after := apiRequestsByResource(nodes)
+		var total float64
+		var per []string
+		for res, v := range after {
+			d := v - before[res]
+			total += d
+			if d > 0 {
+				per = append(per, fmt.Sprintf("%s %.1f", res, d/30))
+			}
+		}
+		slices.Sort(per)
+		t.Logf("30 pods: kubectl apply to all Ready in %.1fs; berth's API requests per pod (create to delete, heartbeats included): %.1f (%s)",
+			ready.Seconds(), total/30, strings.Join(per, ", "))
+	})
+
+	t.Run("node restart", func(t *testing.T) {
+		before := map[string]string{} // pod name -> container ID
+		for _, p := range podsOf(t, client, "web") {
+			if p.Spec.NodeName == n1.name && len(p.Status.ContainerStatuses) == 1 {
+				before[p.Name] = p.Status.ContainerStatuses[0].ContainerID
+			}
+		}
+		if len(before) != 1 {
+			t.Fatalf("pods of web on %s: %v, want 1", n1.name, before)
+		}
+		n1.stop()
+		waitNodeReady(t, client, n1.name, false, 90*time.Second)
+		n1.start()
+		waitNodeReady(t, client, n1.name, true, 60*time.Second)
+		waitDeploymentReady(t, client, "web", 3, time.Minute)
+		for _, p := range podsOf(t, client, "web") {
+			id, ok := before[p.Name]
+			if !ok {
+				continue
+			}
+			cs := p.Status.ContainerStatuses
+			if len(cs) != 1 || cs[0].ContainerID != id || cs[0].RestartCount != 0 {
+				t.Errorf("pod %s was restarted: %+v, before %s", p.Name, cs, id)
+			}
+		}
+	})
+}
+
+// apiRequestsByResource sums berth_apiserver_requests_total over nodes by
+// "METHOD resource".
+func apiRequestsByResource(nodes []*clusterNode) map[string]float64 {
+	out := map[string]float64{}
+	for _, n := range nodes {
+		for _, s := range n.scrape().family("berth_apiserver_requests_total").GetMetric() {
+			var method, resource string
+			for _, l := range s.GetLabel() {
+				switch l.GetName() {
+				case "method":
+					method = l.GetValue()
+				case "resource":
+					resource = l.GetValue()
+				}
+			}
+			out[method+" "+resource] += s.GetCounter().GetValue()
+		}
+	}
+	return out
+}
