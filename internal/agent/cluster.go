@@ -89,6 +89,13 @@ func newClusterNode(cfg *config.Config, registry prometheus.Registerer, log *slo
 		pods: pods, events: eventsink.New(client, log.With("component", "events")), nodeIP: nodeIP}, nil
 }
 
+// fullClock is what the lease controller (clock.Clock) and the tickers
+// (clock.WithTicker) both need: clock.RealClock, or a fake one.
+type fullClock interface {
+	clock.Clock
+	clock.WithTicker
+}
+
 // clusterDeps is what the cluster node reads of the rest of berth.
 type clusterDeps struct {
 	observe  func() nodestatus.Observed
@@ -101,7 +108,7 @@ type clusterDeps struct {
 // start runs the pod informer, the node's registration and status, its
 // Lease, the pods' statuses and mirror pods, and the events, each on bg
 // until ctx is done. Snapshots of the API server's pods go to out.
-func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk clock.WithTicker, d clusterDeps,
+func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk fullClock, d clusterDeps,
 	out chan<- podsource.Snapshot) {
 	cfg := c.cfg
 	syncer := statussync.New(statussync.Options{
@@ -124,7 +131,7 @@ func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk clock.W
 
 	duration := cfg.Cluster.NodeLeaseDurationSeconds
 	renew := time.Duration(duration) * time.Second / 4
-	heartbeat := lease.NewController(clock.RealClock{}, c.client, cfg.NodeName, duration, nil, renew,
+	heartbeat := lease.NewController(clk, c.client, cfg.NodeName, duration, nil, renew,
 		cfg.NodeName, leaseNamespace, c.ownLease)
 	bg.Go(func() { heartbeat.Run(ctx) })
 

@@ -72,7 +72,7 @@ func diff(prev, next desiredSet) changes {
 	var c changes
 	for uid, e := range before {
 		if n, ok := after[uid]; ok {
-			if n.pod.ResourceVersion != e.pod.ResourceVersion {
+			if !podsource.SameContent(n.pod, e.pod) {
 				c.update = append(c.update, n.pod)
 			}
 			continue

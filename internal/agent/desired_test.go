@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/admission"
@@ -113,5 +114,36 @@ func TestDesiredFromKeepsDecisions(t *testing.T) {
 	}
 	if next["default/b"].rejected != nil {
 		t.Error("an edited pod (new UID) kept the old one's rejection")
+	}
+}
+
+// A pod of the API server keeps its UID: a new spec or labels is an
+// update, a status alone is nothing, and a deletion is a kill that carries
+// the deletion's grace period.
+func TestDiffAPIServerPods(t *testing.T) {
+	old := pod("web", "u1")
+	old.ResourceVersion = "1"
+	statusOnly := old.DeepCopy()
+	statusOnly.ResourceVersion, statusOnly.Status.Phase = "2", v1.PodRunning
+	relabelled := old.DeepCopy()
+	relabelled.ResourceVersion, relabelled.Labels = "3", map[string]string{"tier": "front"}
+	deleted := old.DeepCopy()
+	deleted.ResourceVersion = "4"
+	now, grace := metav1.Now(), int64(5)
+	deleted.DeletionTimestamp, deleted.DeletionGracePeriodSeconds = &now, &grace
+
+	set := func(p *v1.Pod) desiredSet { return desiredSet{key(p): {pod: p}} }
+	if c := diff(set(old), set(statusOnly)); len(c.update)+len(c.kill)+len(c.start) != 0 {
+		t.Errorf("a status change made %+v", c)
+	}
+	if c := diff(set(old), set(relabelled)); len(c.update) != 1 || c.update[0] != relabelled || len(c.kill) != 0 {
+		t.Errorf("new labels: %+v", c)
+	}
+	c := diff(set(old), set(deleted))
+	if len(c.kill) != 1 || c.kill[0] != deleted || len(c.update) != 0 {
+		t.Fatalf("deletion: %+v", c)
+	}
+	if *c.kill[0].DeletionGracePeriodSeconds != 5 {
+		t.Errorf("the kill does not carry the deletion's grace period")
 	}
 }

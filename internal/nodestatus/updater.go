@@ -11,9 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/apiutil"
 )
 
 // Updater registers the Node and keeps its status current.
@@ -161,30 +162,9 @@ func (u *Updater) sync(ctx context.Context) error {
 	return nil
 }
 
-// statusPatch is the strategic merge patch from old to new, with the
-// Node's UID in it so that it never lands on a recreated namesake (the
-// kubelet's PatchNodeStatus).
+// statusPatch is the UID-guarded strategic merge patch from old to new.
 func statusPatch(uid types.UID, old, new v1.NodeStatus) ([]byte, error) {
-	oldJSON, err := json.Marshal(v1.Node{Status: old})
-	if err != nil {
-		return nil, err
-	}
-	newJSON, err := json.Marshal(v1.Node{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new})
-	if err != nil {
-		return nil, err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Node{})
-	if err != nil {
-		return nil, fmt.Errorf("node status patch: %w", err)
-	}
-	return patch, nil
+	return apiutil.StatusPatch(v1.Node{Status: old}, v1.Node{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new}, v1.Node{})
 }
 
-// explain names the verb and resource of a Forbidden answer, which is
-// otherwise a bare "forbidden" in the log.
-func explain(err error, verb, resource string) error {
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("forbidden to %s %s (is berth's identity system:node:<name> in group system:nodes?): %w", verb, resource, err)
-	}
-	return err
-}
+func explain(err error, verb, resource string) error { return apiutil.Explain(err, verb, resource) }

@@ -2,8 +2,10 @@ package podsource
 
 import (
 	"fmt"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -21,14 +23,14 @@ type Snapshot struct {
 // Equal reports whether two snapshots ask for the same pods and report the
 // same errors. A static pod's UID covers its file, node and content, so
 // comparing UIDs compares everything a manifest can change; an API server's
-// pod keeps its UID and changes its resourceVersion.
+// pod keeps its UID, and its content is compared.
 func (s Snapshot) Equal(o Snapshot) bool {
 	if len(s.Pods) != len(o.Pods) || len(s.Errors) != len(o.Errors) || s.Incomplete != o.Incomplete {
 		return false
 	}
 	for i := range s.Pods {
 		a, b := s.Pods[i], o.Pods[i]
-		if a.UID != b.UID || a.Namespace != b.Namespace || a.Name != b.Name || a.ResourceVersion != b.ResourceVersion {
+		if a.UID != b.UID || a.Namespace != b.Namespace || a.Name != b.Name || !SameContent(a, b) {
 			return false
 		}
 	}
@@ -75,4 +77,17 @@ func (l FieldErrors) Unwrap() []error {
 		errs[i] = e
 	}
 	return errs
+}
+
+// SameContent reports whether two versions of a pod ask the same of the
+// node: spec, labels, annotations and deletion. A change of status alone
+// (berth's own status patches come back through the informer) is none.
+func SameContent(a, b *v1.Pod) bool {
+	if a.ResourceVersion == b.ResourceVersion {
+		return true
+	}
+	return apiequality.Semantic.DeepEqual(a.Spec, b.Spec) &&
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
+		apiequality.Semantic.DeepEqual(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds)
 }

@@ -2,8 +2,6 @@ package statussync
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,10 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/apiutil"
 )
 
 // Options wire a Syncer.
@@ -175,27 +174,9 @@ func (s *Syncer) deletePod(ctx context.Context, p *v1.Pod, why string) {
 	s.o.Log.Info("pod deleted from the API server", "pod", p.Namespace+"/"+p.Name, "why", why)
 }
 
-// statusPatch is the strategic merge patch from old to new with the pod's
-// UID in it, so it never lands on a namesake (the kubelet's PatchPodStatus).
+// statusPatch is the UID-guarded strategic merge patch from old to new.
 func statusPatch(uid types.UID, old, new v1.PodStatus) ([]byte, error) {
-	oldJSON, err := json.Marshal(v1.Pod{Status: old})
-	if err != nil {
-		return nil, err
-	}
-	newJSON, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new})
-	if err != nil {
-		return nil, err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Pod{})
-	if err != nil {
-		return nil, fmt.Errorf("pod status patch: %w", err)
-	}
-	return patch, nil
+	return apiutil.StatusPatch(v1.Pod{Status: old}, v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: new}, v1.Pod{})
 }
 
-func explain(err error, verb, resource string) error {
-	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("forbidden to %s %s: %w", verb, resource, err)
-	}
-	return err
-}
+func explain(err error, verb, resource string) error { return apiutil.Explain(err, verb, resource) }

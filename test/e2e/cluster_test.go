@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/berth-dev/berth/test/cluster"
 )
@@ -252,13 +255,18 @@ func TestCluster(t *testing.T) {
 				t.Errorf("kubectl get nodes lacks %s Ready:\n%s", n.name, out)
 			}
 		}
-		lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n1.name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("node lease: %v", err)
-		}
-		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != n1.name || len(lease.OwnerReferences) != 1 {
-			t.Errorf("lease = %+v", lease)
-		}
+		// The Lease may be created before the Node is: it gets its owner at
+		// a renewal (every 10 s), as the kubelet's does.
+		waitFor(t, 30*time.Second, "the node's Lease, owned by the Node", func() (bool, string) {
+			lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), n1.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			owned := len(lease.OwnerReferences) == 1 && lease.OwnerReferences[0].Kind == "Node" &&
+				lease.OwnerReferences[0].UID == node.UID
+			return owned && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == n1.name,
+				fmt.Sprintf("holder %v, owners %v", lease.Spec.HolderIdentity, lease.OwnerReferences)
+		})
 	})
 
 	t.Run("deployment", func(t *testing.T) {
@@ -517,4 +525,57 @@ func apiRequestsByResource(nodes []*clusterNode) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestClusterAPIServerAway starts berth with a kubeconfig whose API server
+// does not answer: its static pods run all the same, it keeps trying to
+// register with back-off, and it kills nothing for being absent from an API
+// server that never answered.
+func TestClusterAPIServerAway(t *testing.T) {
+	dead := freePort(t) // nothing listens there
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["away"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://127.0.0.1:%d", dead), InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["node"] = &clientcmdapi.AuthInfo{Token: "unused"}
+	cfg.Contexts["away"] = &clientcmdapi.Context{Cluster: "away", AuthInfo: "node"}
+	cfg.CurrentContext = "away"
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	caCert, _ := newCA(t)
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, "--kubeconfig", kubeconfig, "--port", fmt.Sprint(freePort(t)), "--client-ca-file", ca,
+		"--node-ip", "127.0.0.1")
+	n.writeManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: lonely}
+spec:
+  containers:
+  - name: app
+    image: %s
+    command: ["sleep", "3600"]
+`, busybox))
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(n.root, "berth.log"))
+			for line := range strings.Lines(string(log)) {
+				if !strings.Contains(line, `"DEBUG"`) && !strings.Contains(line, `"msg":"request"`) {
+					t.Log(strings.TrimSpace(line))
+				}
+			}
+		}
+	})
+	p := n.waitRunning("lonely", 60*time.Second)
+	waitFor(t, 30*time.Second, "berth retrying the registration", func() (bool, string) {
+		log, _ := os.ReadFile(filepath.Join(n.root, "berth.log"))
+		retries := strings.Count(string(log), "registering the node failed; retrying")
+		return retries >= 2, fmt.Sprintf("%d retries logged", retries)
+	})
+	// Still the same pod, never killed while the API server stayed away.
+	if again := n.pod("lonely"); again == nil || again.UID != p.UID || !podReady(again) {
+		t.Errorf("the static pod did not keep running: %v", again)
+	}
 }
