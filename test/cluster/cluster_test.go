@@ -80,6 +80,7 @@ func TestControlPlane(t *testing.T) {
 		})
 	})
 	t.Run("node credentials", func(t *testing.T) { checkNodeCredentials(ctx, t, cp) })
+	t.Run("apiserver restart", func(t *testing.T) { checkAPIServerRestart(ctx, t, cp) })
 	t.Run("kubelet client CA", func(t *testing.T) {
 		data, err := os.ReadFile(cp.KubeletClientCA())
 		if err != nil {
@@ -90,6 +91,11 @@ func TestControlPlane(t *testing.T) {
 		}
 	})
 
+	// Stop must also cope with an apiserver that is already gone (and not
+	// signal its reaped pid again); the loop below checks it stopped the rest.
+	if err := cp.StopAPIServer(); err != nil {
+		t.Errorf("StopAPIServer before Stop: %v", err)
+	}
 	stopping := time.Now()
 	cp.Stop()
 	t.Logf("control plane stopped in %v", time.Since(stopping).Round(100*time.Millisecond))
@@ -135,6 +141,78 @@ func checkReadyz(ctx context.Context, t *testing.T, cp *cluster.ControlPlane) {
 		}
 		t.Logf("GET %s: %s", path, strings.Join(strings.Fields(string(body)), " "))
 	}
+}
+
+// checkAPIServerRestart takes the apiserver away and brings it back: while
+// it is gone its port refuses connections and the other programs run on;
+// once back, it serves the Node that checkNodeCredentials created, which
+// etcd kept.
+func checkAPIServerRestart(ctx context.Context, t *testing.T, cp *cluster.ControlPlane) {
+	before := processNamed(t, cp, "kube-apiserver")
+	stopping := time.Now()
+	if err := cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver stopped in %v", time.Since(stopping).Round(100*time.Millisecond))
+	if err := cp.StopAPIServer(); err != nil {
+		t.Errorf("StopAPIServer again: %v", err)
+	}
+
+	// A client of its own: a pooled connection would fail differently.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.Server()+"/readyz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("GET /readyz with the apiserver stopped: want connection refused, got %v", err)
+	}
+	for _, p := range cp.Processes() {
+		if p.Name == "kube-apiserver" || p.Pid <= 1 {
+			continue
+		}
+		if err := syscall.Kill(p.Pid, 0); err != nil {
+			t.Errorf("%s (pid %d) is gone with the apiserver: %v", p.Name, p.Pid, err)
+		}
+	}
+
+	starting := time.Now()
+	startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := cp.StartAPIServer(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver ready again in %v", time.Since(starting).Round(100*time.Millisecond))
+	if after := processNamed(t, cp, "kube-apiserver"); after.Pid == before.Pid {
+		t.Errorf("kube-apiserver has its old pid %d after a restart", after.Pid)
+	}
+	if err := cp.StartAPIServer(startCtx); err == nil {
+		t.Error("StartAPIServer with the apiserver running: want an error")
+	}
+	out, _, err := cp.Kubectl(ctx, "get", "nodes", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "node/n1") {
+		t.Errorf("kubectl get nodes after the restart lacks node/n1:\n%s", out)
+	}
+}
+
+// processNamed is cp's latest run of the program called name.
+func processNamed(t *testing.T, cp *cluster.ControlPlane, name string) cluster.Process {
+	t.Helper()
+	for _, p := range cp.Processes() {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no process %s", name)
+	return cluster.Process{}
 }
 
 // checkNodeCredentials checks that a node's kubeconfig makes it that node

@@ -119,7 +119,11 @@ func (c *ControlPlane) startEtcd(ctx context.Context) (string, error) {
 	return clientURL, err
 }
 
+// apiServerName is kube-apiserver's name in procs and its log's.
+const apiServerName = "kube-apiserver"
+
 // startAPIServer starts kube-apiserver and waits until /readyz says yes.
+// Its command line is kept for StartAPIServer.
 func (c *ControlPlane) startAPIServer(ctx context.Context, etcd string, f pkiFiles) error {
 	port, err := freePort()
 	if err != nil {
@@ -161,10 +165,16 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, etcd string, f pkiFil
 	if c.opts.KubeletCertificateAuthority != "" {
 		args = append(args, "--kubelet-certificate-authority="+c.opts.KubeletCertificateAuthority)
 	}
-	p, err := c.run("kube-apiserver", c.bins.APIServer, append(args, c.opts.APIServerArgs...)...)
+	c.apiArgs = append(args, c.opts.APIServerArgs...)
+	p, err := c.run(apiServerName, c.bins.APIServer, c.apiArgs...)
 	if err != nil {
 		return err
 	}
+	return c.waitReadyz(ctx, p)
+}
+
+// waitReadyz waits until the apiserver run p answers 200 on /readyz.
+func (c *ControlPlane) waitReadyz(ctx context.Context, p *process) error {
 	pool := x509.NewCertPool()
 	pool.AddCert(c.ca.cert)
 	client := &http.Client{
@@ -172,7 +182,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, etcd string, f pkiFil
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
 	}
 	defer client.CloseIdleConnections()
-	return c.waitUntil(ctx, 2*time.Minute, p, "kube-apiserver", func(ctx context.Context) error {
+	return c.waitUntil(ctx, 2*time.Minute, p, apiServerName, func(ctx context.Context) error {
 		_, err := get(ctx, client, c.server+"/readyz", c.adminToken)
 		return err
 	})

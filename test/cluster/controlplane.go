@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -48,9 +50,18 @@ type ControlPlane struct {
 	clientCA   *authority // signs every client certificate
 	admin      string     // the admin kubeconfig
 
-	nodeMu   sync.Mutex // NodeKubeconfig writes files named after the node
-	procs    []*process // in start order
-	stopOnce sync.Once
+	nodeMu sync.Mutex // NodeKubeconfig writes files named after the node
+
+	// lifeMu orders Stop, StopAPIServer and StartAPIServer, so that no
+	// program is started after Stop nor signalled by two of them at once.
+	lifeMu  sync.Mutex
+	stopped bool     // Stop has run
+	apiArgs []string // kube-apiserver's command line, for StartAPIServer
+
+	// procMu guards procs only, never across a wait, so that LogTails and
+	// Processes answer while a program is being stopped or started.
+	procMu sync.Mutex
+	procs  []*process // the latest run of each program, in start order
 }
 
 // Start brings up a control plane with all its files under dir (which the
@@ -114,13 +125,77 @@ func (c *ControlPlane) start(ctx context.Context) error {
 
 // Stop stops the control plane, last started first: SIGTERM to each
 // process group, SIGKILL after a few seconds, and waits for each to be
-// reaped. It removes nothing: dir is the caller's. Safe to call twice.
+// reaped. A program already stopped (StopAPIServer) is not signalled again.
+// It removes nothing: dir is the caller's. Safe to call twice.
 func (c *ControlPlane) Stop() {
-	c.stopOnce.Do(func() {
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			c.procs[i].stop(stopGrace)
-		}
-	})
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	procs := c.snapshot()
+	for i := len(procs) - 1; i >= 0; i-- {
+		_ = procs[i].stop(stopGrace) // best effort: the rest must go too
+	}
+}
+
+// StopAPIServer stops kube-apiserver only, as Stop would, and returns once
+// it has been reaped; etcd keeps the cluster's data and the other
+// components keep running (and logging that they cannot reach it).
+// Stopping a stopped apiserver does nothing.
+func (c *ControlPlane) StopAPIServer() error {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	p := c.latest(apiServerName)
+	if p == nil {
+		return errors.New("stop kube-apiserver: it was never started")
+	}
+	if err := p.stop(stopGrace); err != nil {
+		return fmt.Errorf("stop kube-apiserver: %w", err)
+	}
+	return nil
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, with the
+// same command line: same port, certificates and etcd, so Server, the
+// kubeconfigs and every client stay valid. It returns once /readyz answers
+// 200, or fails with the end of its log. The new run's output is appended
+// to the same log file. ctx bounds the start only.
+func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
+	p, err := c.restartAPIServer()
+	if err != nil {
+		return err
+	}
+	// Waited for without lifeMu, so a Stop meanwhile is not held up: it
+	// stops p, and the wait fails at once.
+	return c.waitReadyz(ctx, p)
+}
+
+func (c *ControlPlane) restartAPIServer() (*process, error) {
+	c.lifeMu.Lock()
+	defer c.lifeMu.Unlock()
+	if c.stopped {
+		return nil, errors.New("start kube-apiserver: the control plane is stopped")
+	}
+	old := c.latest(apiServerName)
+	if old == nil {
+		return nil, errors.New("start kube-apiserver: it was never started")
+	}
+	if !old.exited() {
+		return nil, fmt.Errorf("start kube-apiserver: it is still running (pid %d); StopAPIServer first", old.Pid)
+	}
+	// It may have exited on its own rather than through StopAPIServer:
+	// stop reaps what is left of its group and closes its log, once.
+	if err := old.stop(stopGrace); err != nil {
+		return nil, fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	// One log for all runs; the marker tells them apart.
+	mark := fmt.Sprintf("\n===== berth test harness: restarting kube-apiserver at %s =====\n", time.Now().Format(time.RFC3339Nano))
+	if err := appendFile(old.Log, mark); err != nil {
+		return nil, fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	return c.run(apiServerName, c.bins.APIServer, c.apiArgs...)
 }
 
 // Server is the apiserver's URL, https://127.0.0.1:<port>.
@@ -146,10 +221,11 @@ func (c *ControlPlane) AdminKubeconfig() string { return c.admin }
 // Dir is the directory holding all the control plane's files.
 func (c *ControlPlane) Dir() string { return c.dir }
 
-// Processes are the running programs, in start order, with their logs.
+// Processes are the programs, in start order, with their logs: the latest
+// run of each, so after StopAPIServer the apiserver listed has exited.
 func (c *ControlPlane) Processes() []Process {
 	var ps []Process
-	for _, p := range c.procs {
+	for _, p := range c.snapshot() {
 		ps = append(ps, p.Process)
 	}
 	return ps
@@ -159,20 +235,61 @@ func (c *ControlPlane) Processes() []Process {
 // test's output.
 func (c *ControlPlane) LogTails(n int) string {
 	var b strings.Builder
-	for _, p := range c.procs {
+	for _, p := range c.snapshot() {
 		fmt.Fprintf(&b, "==> %s (%s) <==\n%s\n", p.Name, p.Log, p.logTail(n))
 	}
 	return b.String()
 }
 
-// run starts one program, its output in dir/logs/<name>.log.
+// run starts one program, its output appended to dir/logs/<name>.log. A
+// new run of a program takes the place of its previous one in procs.
 func (c *ControlPlane) run(name, bin string, args ...string) (*process, error) {
 	p, err := startProcess(name, filepath.Join(c.dir, "logs", name+".log"), bin, args...)
 	if err != nil {
 		return nil, err
 	}
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	for i, q := range c.procs {
+		if q.Name == name {
+			c.procs[i] = p
+			return p, nil
+		}
+	}
 	c.procs = append(c.procs, p)
 	return p, nil
+}
+
+// snapshot is a copy of procs, to range over without holding procMu.
+func (c *ControlPlane) snapshot() []*process {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return slices.Clone(c.procs)
+}
+
+// latest is the latest run of the program called name, or nil.
+func (c *ControlPlane) latest(name string) *process {
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	for _, p := range c.procs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// appendFile appends s to the file at path.
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(s); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // waitUntil polls check until it succeeds. It fails at once if any process
@@ -188,7 +305,7 @@ func (c *ControlPlane) waitUntil(ctx context.Context, timeout time.Duration, p *
 		if err == nil {
 			return nil
 		}
-		for _, q := range c.procs {
+		for _, q := range c.snapshot() {
 			if q.exited() {
 				return fmt.Errorf("waiting for %s: %w", what, q.exitError())
 			}

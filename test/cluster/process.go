@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,6 +26,11 @@ type process struct {
 	logFile *os.File
 	done    chan struct{} // closed once the program has exited and been reaped
 	err     error         // cmd.Wait's, valid once done is closed
+
+	// Once reaped, the program's pid (and so its group id) may be reused
+	// by anyone, so it is signalled by one stop only, however many ask.
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // startProcess starts bin with args, its output appended to logPath.
@@ -81,9 +87,17 @@ func (p *process) exitError() error {
 }
 
 // stop sends SIGTERM to the program's process group, SIGKILL after grace,
-// and waits for it to be reaped.
+// and waits for it to be reaped. Only the first call does that; later ones
+// return its result.
 func (p *process) stop(grace time.Duration) error {
-	defer p.logFile.Close()
+	p.stopOnce.Do(func() {
+		p.stopErr = p.terminate(grace)
+		p.logFile.Close()
+	})
+	return p.stopErr
+}
+
+func (p *process) terminate(grace time.Duration) error {
 	if p.Pid <= 1 { // never signal -1 or -0: that is everyone, or our own group
 		return fmt.Errorf("%s: refusing to signal pid %d", p.Name, p.Pid)
 	}
