@@ -46,6 +46,11 @@ type ContainerOptions struct {
 	// refers to (EnvReferences); nil on a node without an API server,
 	// where such references are errors.
 	EnvObjects *EnvObjects
+	// ServiceEnv are the service variables of the pod (package envvars),
+	// the lowest layer of the environment: the container's envFrom and
+	// env replace any of them. A later duplicate replaces an earlier one.
+	// Nil on a node without an API server.
+	ServiceEnv []v1.EnvVar
 
 	// ImageRef is the image ID to run, as ImageStatus or PullImage returned
 	// it; empty runs the container's image by name.

@@ -28,9 +28,14 @@ type envVar struct {
 // Without opts.EnvObjects (a standalone node has no API server) envFrom and
 // configMap/secret references are rejected with a clear error rather than
 // silently dropped.
+//
+// The service variables of opts.ServiceEnv lie beneath: $(NAME) may refer
+// to them, the container's own declarations replace them, and those it
+// leaves come last, as the kubelet appends the "remaining service
+// environment vars" after the container's.
 func makeEnvironment(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]envVar, error) {
 	values := make(map[string]string, len(c.Env))
-	order := make([]string, 0, len(c.Env))
+	order := make([]string, 0, len(c.Env)+len(opts.ServiceEnv))
 	set := func(name, val string) {
 		if _, seen := values[name]; !seen {
 			order = append(order, name)
@@ -42,7 +47,12 @@ func makeEnvironment(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]env
 			return nil, fmt.Errorf("envFrom[%d].%w", i, err)
 		}
 	}
-	lookup := expansion.MapLookup(values)
+	services, serviceOrder := serviceValues(opts.ServiceEnv)
+	// A reference sees the container's variables declared so far, then the
+	// service variables (the kubelet's MappingFuncFor(tmpEnv, serviceEnv)):
+	// before the container redeclares a service variable, a reference to it
+	// still gets the service's value.
+	lookup := expansion.MapLookup(values, services)
 	for i := range c.Env {
 		e := &c.Env[i]
 		var val string
@@ -63,11 +73,31 @@ func makeEnvironment(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]env
 		}
 		set(e.Name, val)
 	}
+	for _, name := range serviceOrder {
+		if _, mine := values[name]; !mine {
+			order = append(order, name)
+			values[name] = services[name]
+		}
+	}
 	env := make([]envVar, len(order))
 	for i, name := range order {
 		env[i] = envVar{name: name, value: values[name]}
 	}
 	return env, nil
+}
+
+// serviceValues indexes the service variables by name, a later duplicate
+// replacing an earlier one, and gives their order of first declaration.
+func serviceValues(env []v1.EnvVar) (map[string]string, []string) {
+	values := make(map[string]string, len(env))
+	order := make([]string, 0, len(env))
+	for _, e := range env {
+		if _, seen := values[e.Name]; !seen {
+			order = append(order, e.Name)
+		}
+		values[e.Name] = e.Value
+	}
+	return values, order
 }
 
 func envMap(env []envVar) map[string]string {

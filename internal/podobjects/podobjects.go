@@ -9,6 +9,9 @@
 // detection strategy (pkg/kubelet/util/manager): pods referring to the same
 // object share one read, and a change reaches pods within the TTL plus the
 // pod worker's resync.
+//
+// Services, which containers' environment needs, are the exception: nodes
+// may list and watch them all, so Services keeps them by a watch.
 package podobjects
 
 import (

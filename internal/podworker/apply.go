@@ -206,6 +206,10 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
 		return retryAfterError
 	}
+	if opts.ServiceEnv, err = w.serviceEnv(pod); err != nil {
+		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+		return retryAfterError
+	}
 	if sb != nil {
 		opts.PodIP, opts.PodIPs = sb.IP, sb.IPs
 	}

@@ -81,6 +81,16 @@ type TerminalStore interface {
 	Delete(uid types.UID) error
 }
 
+// Services are the cluster's Services, for the service environment
+// variables of containers; *podobjects.Services is one.
+type Services interface {
+	// List returns the services of namespace, from a cache; they are
+	// shared and must not be modified.
+	List(namespace string) ([]*v1.Service, error)
+	// HasSynced reports whether the services were all read once.
+	HasSynced() bool
+}
+
 // EventRecorder records what happened to a pod, in the kubelet's words.
 type EventRecorder interface {
 	Event(pod *v1.Pod, eventType, reason, message string)
@@ -103,7 +113,11 @@ type Deps struct {
 	// that pods refer to (volumes, env, imagePullSecrets) from the API
 	// server; nil on a standalone node, where such references are refused.
 	// Leave it nil rather than set it to a nil pointer.
-	Objects    podobjects.Source
+	Objects podobjects.Source
+	// Services give containers the variables of the services their pod
+	// sees (KUBERNETES_SERVICE_HOST...); nil on a standalone node, where
+	// they get none. Leave it nil rather than set it to a nil pointer.
+	Services   Services
 	Events     EventRecorder
 	Status     *status.Manager
 	Clock      clock.WithTicker
