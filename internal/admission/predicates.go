@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 )
 
 // PredicateFailure is a reason the pod cannot run on this node that no
@@ -27,12 +29,14 @@ const (
 	nodeNameReason     = "node(s) didn't match the requested node name"
 	nodePorts          = "NodePorts"
 	nodePortsReason    = "node(s) didn't have free ports for the requested pod ports"
+	taintToleration    = "TaintToleration"
 )
 
 // predicates are the kubelet's non-resource admission checks, in its
 // order: the node's labels against the pod's node selector and required
 // node affinity, the node's name, and the host ports of the active pods.
-// (The kubelet also checks NoExecute taints; a standalone node has none.)
+// Of the node's taints only NoExecute ones count, as for the kubelet: the
+// others keep the scheduler away, not a pod already bound.
 func predicates(pod *v1.Pod, node *v1.Node, active []*PodInfo) []PredicateFailure {
 	var out []PredicateFailure
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok || err != nil {
@@ -43,6 +47,11 @@ func predicates(pod *v1.Pod, node *v1.Node, active []*PodInfo) []PredicateFailur
 	}
 	if hostPortsConflict(pod, active) {
 		out = append(out, PredicateFailure{nodePorts, nodePortsReason})
+	}
+	noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
+	if taint, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, noExecute, true); found {
+		out = append(out, PredicateFailure{taintToleration,
+			fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)})
 	}
 	return out
 }

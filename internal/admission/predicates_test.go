@@ -131,3 +131,21 @@ func TestPredicateFailureMessage(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+// Of the node's taints the kubelet checks only NoExecute ones; the others
+// keep the scheduler away, not a pod already bound.
+func TestPredicatesNoExecuteTaints(t *testing.T) {
+	node := newNode(nil, "pods", "110")
+	node.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "edge", Effect: v1.TaintEffectNoExecute},
+		{Key: "spot", Effect: v1.TaintEffectNoSchedule}}
+	untolerated := []PredicateFailure{{"TaintToleration", "node(s) had untolerated taint {dedicated: edge}"}}
+	if got := predicates(newPod("p"), node, nil); !slices.Equal(got, untolerated) {
+		t.Errorf("untolerated: %+v", got)
+	}
+	tolerant := newPod("p", func(p *v1.Pod) {
+		p.Spec.Tolerations = []v1.Toleration{{Key: "dedicated", Operator: v1.TolerationOpEqual, Value: "edge"}}
+	})
+	if got := predicates(tolerant, node, nil); len(got) != 0 {
+		t.Errorf("tolerated: %+v", got)
+	}
+}

@@ -85,6 +85,11 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		if p := prev[key(pod)]; p != nil {
 			replaced = p.pod.UID
 		}
+		if res, bad := unsupported(pod); bad {
+			a.results[pod.UID] = res
+			e.rejected = &res
+			continue
+		}
 		res := admission.Admit(info, admission.Node{Node: env.node, Active: a.active(replaced, env.terminal)})
 		a.results[pod.UID] = res
 		if !res.Admit {

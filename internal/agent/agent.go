@@ -197,6 +197,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	if cluster != nil { // standalone pods refer to no API objects
 		deps.Objects = podobjects.New(cluster.client, podobjects.Options{Clock: clk, Log: log.With("component", "podobjects")})
+		// The services' environment variables (KUBERNETES_SERVICE_HOST...).
+		services := podobjects.NewServices(cluster.client)
+		deps.Services = services
+		bg.Go(func() { services.Run(ctx) })
 	}
 	if cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = cgroups
@@ -224,7 +228,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		events:   recorder,
 		node: func() *v1.Node {
 			devCapacity, devAllocatable := admissionDeviceResources(devices.Resources())
-			return nodeObject(cfg.NodeName, capacity, allocatable, devCapacity, devAllocatable)
+			n := nodeObject(cfg.NodeName, capacity, allocatable, devCapacity, devAllocatable)
+			if cluster != nil {
+				n.Spec.Taints = cluster.taints()
+			}
+			return n
 		},
 		admitter:  newAdmitter(),
 		preempted: make(chan preemption),
@@ -292,6 +300,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		fromAPI := make(chan podsource.Snapshot, 1)
 		bg.Go(func() { merge.Run(ctx, static, applied, local) })
 		bg.Go(func() { podsource.JoinCluster(ctx, local, fromAPI, snapshots, log) })
+		loop.changed = cluster.syncSoon
 		cluster.start(ctx, &bg, clk, clusterDeps{
 			observe: func() nodestatus.Observed {
 				devCapacity, devAllocatable := devices.Capacity()
@@ -303,7 +312,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 					Info:     nodeSystemInfo(rt.name, rt.version, cfg.BuildVersion),
 				}
 			},
-			statuses: statuses.Pods,
+			statuses: loop.pods, // rejected pods too
 			changed:  statuses.Changed(),
 			static:   loop.staticPods,
 			stopped:  func(uid types.UID) bool { return !workers.Has(uid) && !loop.inRuntime(uid) },

@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,25 @@ type clusterNode struct {
 	events  *eventsink.Sink
 	// nodeIP is the Node's InternalIP.
 	nodeIP string
+	// updater keeps the Node, syncer the pods' statuses; set by start.
+	updater atomic.Pointer[nodestatus.Updater]
+	syncer  atomic.Pointer[statussync.Syncer]
+}
+
+// syncSoon asks for a pass of the pods' statuses.
+func (c *clusterNode) syncSoon() {
+	if s := c.syncer.Load(); s != nil {
+		s.Trigger()
+	}
+}
+
+// taints are the Node's, for admission: NoExecute ones refuse pods that do
+// not tolerate them.
+func (c *clusterNode) taints() []v1.Taint {
+	if u := c.updater.Load(); u != nil {
+		return u.Taints()
+	}
+	return c.cfg.Cluster.RegisterWithTaints
 }
 
 // newClusterNode connects to the API server of the kubeconfig; nil when
@@ -117,6 +137,7 @@ func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk fullClo
 		Clock: clk, Log: c.log.With("component", "statussync"),
 	})
 	c.pods.OnChange(syncer.Trigger)
+	c.syncer.Store(syncer)
 	updater := nodestatus.NewUpdater(nodestatus.Options{
 		Client:      c.client,
 		ID:          c.identity(),
@@ -127,6 +148,7 @@ func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk fullClo
 		ReportEvery: cfg.Cluster.NodeStatusReportFrequency,
 		Register:    cfg.Cluster.RegisterNode,
 	})
+	c.updater.Store(updater)
 	bg.Go(func() { updater.Run(ctx) })
 
 	duration := cfg.Cluster.NodeLeaseDurationSeconds

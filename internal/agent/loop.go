@@ -50,6 +50,10 @@ type syncLoop struct {
 	events   *events.Recorder
 	// node is the node new pods are admitted against.
 	node func() *v1.Node
+	// changed, when set, is told after each snapshot is applied and after
+	// the runtime lost the last of a pod (the API server's status sync:
+	// rejections show at once, a deleted pod is deleted for good at once).
+	changed func()
 	// preemptions counts preemptions by the first resource lacked.
 	preemptions *prometheus.CounterVec
 
@@ -242,6 +246,9 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	for _, job := range jobs {
 		l.startPreemption(ctx, job)
 	}
+	if l.changed != nil {
+		l.changed()
+	}
 }
 
 // isTerminal reports a pod that stopped for good: it holds nothing. Right
@@ -282,6 +289,9 @@ func (l *syncLoop) applyEvent(ev pleg.Event) {
 		l.runtime[ev.UID] = ev
 	}
 	l.mu.Unlock()
+	if ev.Gone && l.changed != nil {
+		l.changed()
+	}
 	if l.workers.Has(ev.UID) {
 		l.workers.Notify(ev.UID)
 		return

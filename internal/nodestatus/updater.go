@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,6 +35,17 @@ type Updater struct {
 
 	// Owned by Run.
 	lastPosted time.Time
+	// taints are the Node's as last read, for admission.
+	taints atomic.Pointer[[]v1.Taint]
+}
+
+// Taints returns the Node's taints as last read from the API server, or
+// the ones it registers with before any read.
+func (u *Updater) Taints() []v1.Taint {
+	if t := u.taints.Load(); t != nil {
+		return *t
+	}
+	return u.id.Taints
 }
 
 // Options configure an Updater.
@@ -146,6 +159,8 @@ func (u *Updater) sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", u.id.Name, explain(err, "get", "nodes"))
 	}
+	taints := slices.Clone(node.Spec.Taints)
+	u.taints.Store(&taints)
 	now := u.clock.Now()
 	next := Status(u.id, u.observe(), node.Status, now)
 	if !Due(Changed(node.Status, next), u.lastPosted, now, u.report) {

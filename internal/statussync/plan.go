@@ -48,7 +48,8 @@ type Inputs struct {
 	StaticKnown bool
 	// API is every pod the API server binds to this node, mirrors included.
 	API []*v1.Pod
-	// Stopped reports a pod berth no longer runs anything of.
+	// Stopped reports a pod berth no longer runs anything of (no worker,
+	// nothing in the runtime).
 	Stopped func(types.UID) bool
 	// Sent is the last status posted for each API pod UID.
 	Sent map[types.UID]v1.PodStatus
@@ -60,10 +61,6 @@ func Decide(in Inputs) Plan {
 	api := map[string]*v1.Pod{}
 	for _, pod := range in.API {
 		api[pod.Namespace+"/"+pod.Name] = pod
-	}
-	berth := map[types.UID]*v1.Pod{}
-	for i := range in.Berth {
-		berth[in.Berth[i].UID] = &in.Berth[i]
 	}
 
 	// Mirror pods: one per wanted static pod, with its hash.
@@ -121,7 +118,7 @@ func Decide(in Inputs) Plan {
 		if pod.DeletionTimestamp == nil || v1helper.IsMirrorPod(pod) {
 			continue
 		}
-		if _, running := berth[pod.UID]; running || !in.Stopped(pod.UID) {
+		if !in.Stopped(pod.UID) {
 			continue
 		}
 		p.Delete = append(p.Delete, pod)

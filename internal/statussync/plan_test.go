@@ -145,7 +145,7 @@ func TestDecideFinalDelete(t *testing.T) {
 	in := Inputs{
 		Berth:   []v1.Pod{withStatus(running, v1.PodRunning)},
 		API:     []*v1.Pod{stopped, running, alive},
-		Stopped: always,
+		Stopped: func(uid types.UID) bool { return uid != "u2" },
 	}
 	if got := names(Decide(in).Delete); len(got) != 1 || got[0] != "stopped" {
 		t.Errorf("delete = %v, want [stopped]", got)

@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/berth-dev/berth/test/cluster"
 )
@@ -34,7 +39,7 @@ type clusterNode struct {
 
 // startControlPlane builds (or reuses) the control plane's binaries and
 // starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
-func startControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface) {
+func startControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface, cluster.Binaries) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
@@ -62,7 +67,7 @@ func startControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interfac
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cp, client
+	return cp, client, bins
 }
 
 // startClusterNode starts a berth named name that joins cp with a node
@@ -165,6 +170,7 @@ spec:
         args:
         - |
           echo "hello from $POD_NAME in $POD_NAMESPACE"
+          mkdir -p /www && echo "page of $POD_NAME" > /www/index.html && httpd -p 8080 -h /www
           touch /tmp/ready
           trap 'echo "$POD_NAME got SIGTERM" >> /out/terminated; exit 0' TERM
           while true; do sleep 1; done
@@ -212,7 +218,7 @@ func podsOf(t *testing.T, client kubernetes.Interface, app string) []v1.Pod {
 // it gracefully, a static pod shows as a mirror pod, and a node that stops
 // goes NotReady and comes back without restarting its pods.
 func TestCluster(t *testing.T) {
-	cp, client := startControlPlane(t)
+	cp, client, bins := startControlPlane(t)
 	nodes := []*clusterNode{
 		startClusterNode(t, cp, "berth-1"),
 		startClusterNode(t, cp, "berth-2"),
@@ -299,6 +305,19 @@ func TestCluster(t *testing.T) {
 			!strings.Contains(err.Error(), "exit status 3") {
 			t.Errorf("kubectl exec of a failing command: err = %v, want exit status 3", err)
 		}
+
+		// kubectl port-forward, through the API server to berth's
+		// /portForward and the pod's network namespace.
+		local := portForward(t, bins.Kubectl, cp, pod.Name, 8080)
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", local))
+		if err != nil {
+			t.Fatalf("through kubectl port-forward: %v", err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := "page of " + pod.Name; strings.TrimSpace(string(page)) != want {
+			t.Errorf("port-forwarded page = %q, want %q", page, want)
+		}
 	})
 
 	t.Run("events", func(t *testing.T) {
@@ -362,28 +381,57 @@ spec:
 			return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
 		})
 		script := "echo $CFG_greeting $CFG_color $PASSWORD; cat /etc/settings/greeting; echo; cat /etc/creds/password; echo; " +
-			"head -c 3 /var/run/secrets/kubernetes.io/serviceaccount/token; echo; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace"
+			"head -c 3 /var/run/secrets/kubernetes.io/serviceaccount/token; echo; cat /var/run/secrets/kubernetes.io/serviceaccount/namespace; " +
+			"echo; echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT"
 		got := kubectl(t, cp, "exec", "consumer", "--", "sh", "-c", script)
-		if want := "hello blue s3cret\nhello\ns3cret\neyJ\ndefault"; strings.TrimSpace(got) != want {
+		// What in-cluster clients need: the token, and the API server's service.
+		if want := "hello blue s3cret\nhello\ns3cret\neyJ\ndefault\n10.0.0.1:443"; strings.TrimSpace(got) != want {
 			t.Errorf("the pod sees %q, want %q", got, want)
 		}
 		kubectl(t, cp, "delete", "pod", "consumer", "--grace-period=1")
 	})
 
 	t.Run("kubelet API authorization", func(t *testing.T) {
-		// The default service account has no RBAC on nodes/proxy: berth
-		// asks the API server and refuses it; nobody at all gets 401.
-		tr, err := client.CoreV1().ServiceAccounts("default").CreateToken(context.Background(), "default",
-			&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
+		// berth asks the API server who a token is and what it may do:
+		// nobody at all gets 401; the default service account has no RBAC
+		// on the node and gets 403; one that may read nodes/stats, as
+		// metrics-server may, reads the stats summary and nothing else.
+		applyYAML(t, cp, `apiVersion: v1
+kind: ServiceAccount
+metadata: {name: stats-reader, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: stats-reader}
+rules: [{apiGroups: [""], resources: [nodes/stats], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: stats-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: stats-reader}
+subjects: [{kind: ServiceAccount, name: stats-reader, namespace: default}]
+`)
+		token := func(sa string) string {
+			tr, err := client.CoreV1().ServiceAccounts("default").CreateToken(context.Background(), sa,
+				&authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tr.Status.Token
 		}
-		url := fmt.Sprintf("https://127.0.0.1:%d/pods", n1.apiPort)
+		anybody, reader := token("default"), token("stats-reader")
+		base := fmt.Sprintf("https://127.0.0.1:%d", n1.apiPort)
 		for _, tc := range []struct {
-			token string
-			want  int
-		}{{"", http.StatusUnauthorized}, {"not-a-token", http.StatusUnauthorized}, {tr.Status.Token, http.StatusForbidden}} {
-			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			path, token string
+			want        int
+		}{
+			{"/pods", "", http.StatusUnauthorized},
+			{"/pods", "not-a-token", http.StatusUnauthorized},
+			{"/pods", anybody, http.StatusForbidden},
+			{"/stats/summary", reader, http.StatusOK},
+			{"/pods", reader, http.StatusForbidden},
+		} {
+			req, _ := http.NewRequest(http.MethodGet, base+tc.path, nil)
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
@@ -396,9 +444,61 @@ spec:
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
-				t.Errorf("token %.8q: %d %s, want %d", tc.token, resp.StatusCode, body, tc.want)
+				t.Errorf("GET %s with token %.8q: %d %s, want %d", tc.path, tc.token, resp.StatusCode, body, tc.want)
+				continue
+			}
+			if tc.path == "/stats/summary" {
+				var summary statsapi.Summary
+				if err := json.Unmarshal(body, &summary); err != nil || summary.Node.NodeName != n1.name || len(summary.Pods) == 0 {
+					t.Errorf("stats summary of %s: %v, node %q, %d pods", n1.name, err, summary.Node.NodeName, len(summary.Pods))
+				}
 			}
 		}
+	})
+
+	t.Run("pods berth cannot run", func(t *testing.T) {
+		applyYAML(t, cp, fmt.Sprintf(`apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: sandboxed}
+handler: runsc
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: wants-claim}
+spec:
+  nodeName: %[1]s
+  containers: [{name: app, image: %[2]s, command: ["sleep", "3600"]}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: wants-sandbox}
+spec:
+  nodeName: %[1]s
+  runtimeClassName: sandboxed
+  containers: [{name: app, image: %[2]s, command: ["sleep", "3600"]}]
+`, n1.name, busybox))
+		for name, reason := range map[string]string{"wants-claim": "UnsupportedVolume", "wants-sandbox": "UnsupportedRuntimeClass"} {
+			waitFor(t, 30*time.Second, name+" rejected", func() (bool, string) {
+				p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				return p.Status.Phase == v1.PodFailed && p.Status.Reason == reason && strings.HasPrefix(p.Status.Message, "Pod was rejected: "),
+					fmt.Sprintf("%s %s %s", p.Status.Phase, p.Status.Reason, p.Status.Message)
+			})
+			kubectl(t, cp, "delete", "pod", name, "--wait=false")
+		}
+		// Deleted, they go at once: nothing of them ever ran.
+		waitFor(t, 30*time.Second, "the rejected pods gone", func() (bool, string) {
+			left := 0
+			for _, name := range []string{"wants-claim", "wants-sandbox"} {
+				if _, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+					left++
+				}
+			}
+			return left == 0, fmt.Sprintf("%d left", left)
+		})
 	})
 
 	t.Run("graceful delete", func(t *testing.T) {
@@ -476,6 +576,36 @@ spec:
 		slices.Sort(per)
 		t.Logf("30 pods: kubectl apply to all Ready in %.1fs; berth's API requests per pod (create to delete, heartbeats included): %.1f (%s)",
 			ready.Seconds(), total/30, strings.Join(per, ", "))
+	})
+
+	t.Run("API server away", func(t *testing.T) {
+		before := containerIDs(t, client, "web")
+		if err := cp.StopAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		// berth keeps its pods while the API server is away...
+		waitFor(t, 30*time.Second, "berth noticing the API server is away", func() (bool, string) {
+			log, _ := os.ReadFile(filepath.Join(n1.root, "berth.log"))
+			return strings.Contains(string(log), "updating the node's status failed; retrying"), "no failed update yet"
+		})
+		for _, p := range n1.pods() {
+			if strings.HasPrefix(p.Name, "web-") && !podReady(&p) {
+				t.Errorf("pod %s is not ready while the API server is away: %s", p.Name, describe(&p))
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		if err := cp.StartAPIServer(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// ...and reports again when it returns, nothing restarted.
+		for _, n := range nodes {
+			waitNodeReady(t, client, n.name, true, time.Minute)
+		}
+		waitDeploymentReady(t, client, "web", 3, time.Minute)
+		if after := containerIDs(t, client, "web"); !maps.Equal(before, after) {
+			t.Errorf("containers changed across the outage:\nbefore %v\nafter  %v", before, after)
+		}
 	})
 
 	t.Run("node restart", func(t *testing.T) {
@@ -578,4 +708,60 @@ spec:
 	if again := n.pod("lonely"); again == nil || again.UID != p.UID || !podReady(again) {
 		t.Errorf("the static pod did not keep running: %v", again)
 	}
+}
+
+// portForward runs kubectl port-forward to the pod's port on a free local
+// port and returns that port; the forward stops with the test.
+func portForward(t *testing.T, kubectlPath string, cp *cluster.ControlPlane, pod string, port int) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, kubectlPath, "--kubeconfig="+cp.AdminKubeconfig(),
+		"port-forward", "pod/"+pod, fmt.Sprintf(":%d", port))
+	cmd.Env = append(os.Environ(), "KUBERC=off")
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	// "Forwarding from 127.0.0.1:41235 -> 8080"
+	found := make(chan int, 1)
+	go func() {
+		scanner := bufio.NewScanner(out)
+		for scanner.Scan() {
+			var local, remote int
+			if n, _ := fmt.Sscanf(scanner.Text(), "Forwarding from 127.0.0.1:%d -> %d", &local, &remote); n == 2 {
+				found <- local
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case local := <-found:
+		return local
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kubectl port-forward did not start: %s", stderr.String())
+	}
+	return 0
+}
+
+// containerIDs maps each pod of app to its container's ID and restarts.
+func containerIDs(t *testing.T, client kubernetes.Interface, app string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range podsOf(t, client, app) {
+		for _, cs := range p.Status.ContainerStatuses {
+			out[p.Name] = fmt.Sprintf("%s restarts=%d", cs.ContainerID, cs.RestartCount)
+		}
+	}
+	return out
 }

@@ -236,6 +236,12 @@ func (n *node) cleanup() {
 	}
 	n.stopContainerd()
 	killLeftovers(t, n.root)
+	// A shim killed above leaves its container processes behind, in the
+	// node's cgroups: they are leftovers too, and the host must lose them.
+	if hostclean.KillCgroupProcs(n.cgroupRoot) {
+		t.Errorf("cleanup: processes were still running in %s", n.cgroupRoot)
+		time.Sleep(200 * time.Millisecond) // for the kernel to empty the cgroups
+	}
 	unmountUnder(t, n.root)
 	removeCgroups(t, n.cgroupRoot)
 	if err := exec.Command("ip", "link", "del", n.bridge).Run(); err != nil {
