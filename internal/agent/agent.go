@@ -301,6 +301,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		bg.Go(func() { merge.Run(ctx, static, applied, local) })
 		bg.Go(func() { podsource.JoinCluster(ctx, local, fromAPI, snapshots, log) })
 		loop.changed = cluster.syncSoon
+		info := nodeSystemInfo(rt.name, rt.version, cfg.BuildVersion) // fixed while berth runs
 		cluster.start(ctx, &bg, clk, clusterDeps{
 			observe: func() nodestatus.Observed {
 				devCapacity, devAllocatable := devices.Capacity()
@@ -309,7 +310,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 					Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
 					Pressure: evictions.Conditions(),
 					NotReady: notReady(ctx, rt, loop),
-					Info:     nodeSystemInfo(rt.name, rt.version, cfg.BuildVersion),
+					Info:     info,
 				}
 			},
 			statuses: loop.pods, // rejected pods too
