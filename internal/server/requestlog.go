@@ -43,7 +43,7 @@ func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock, qu
 }
 
 func isProbe(path string) bool {
-	return path == "/metrics" || path == "/healthz" || strings.HasPrefix(path, "/healthz/")
+	return path == "/metrics" || path == "/metrics/resource" || path == "/healthz" || strings.HasPrefix(path, "/healthz/")
 }
 
 // statusRecorder remembers the status a handler answered with; Unwrap lets

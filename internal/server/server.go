@@ -1,7 +1,8 @@
 // Package server is berth's HTTP APIs. The read-only API is the
 // counterpart of the kubelet's read-only port: /healthz, /pods,
-// /containerLogs, /stats/summary and /metrics, with the kubelet's paths,
-// query parameters and response shapes, so the same tools and habits work
+// /containerLogs, /stats/summary, /metrics and /metrics/resource (the
+// series metrics-server scrapes), with the kubelet's paths, query
+// parameters and response shapes, so the same tools and habits work
 // against it; /events, /pods/{namespace}/{name}/events and /node/events,
 // which stand in for the API server's events; /devices, the device plugins'
 // resources and allocations; and /images, the images with their
@@ -22,7 +23,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/clock"
@@ -151,14 +151,9 @@ func newServer(addr string, src Source, gatherer prometheus.Gatherer, log *slog.
 	s.mux.HandleFunc("GET /node", s.node)
 	s.mux.HandleFunc("GET /node/eviction", s.eviction)
 	s.mux.HandleFunc("GET /stats/summary", s.statsSummary)
+	s.mux.Handle("GET /metrics/resource", resourceMetricsHandler(src.StatsSummary, log))
 	if gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-			// One collector failing must not hide every other metric.
-			ErrorHandling: promhttp.ContinueOnError,
-			// A stuck collector must not hold a scrape forever.
-			Timeout: metricsTimeout,
-		}))
+		s.mux.Handle("GET /metrics", metricsHandler(gatherer, log))
 	}
 	return s
 }

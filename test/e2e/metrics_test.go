@@ -41,7 +41,7 @@ spec:
   - {name: app, image: %[1]s, command: ["sleep", "3600"]}
 `, busybox))
 	n.waitRunning("duo", 90*time.Second)
-	n.waitRunning("solo", 90*time.Second)
+	solo := n.waitRunning("solo", 90*time.Second)
 
 	// The gauges follow the PLEG's relists, so they may lag the runtime by
 	// a relist period.
@@ -104,6 +104,29 @@ spec:
 		t.Errorf("the PLEG was last seen at %v, more than a minute from now (%v)", time.Unix(int64(seen), 0), time.Now())
 	}
 
+	// What metrics-server scrapes: /metrics/resource has the node's memory
+	// and each running container's CPU and memory, stamped with when they
+	// were read; the init container, exited, is not there.
+	app := labels{"namespace": solo.Namespace, "pod": solo.Name, "container": "app"}
+	var res metricSet
+	waitFor(t, 30*time.Second, "solo's container in the resource metrics", func() (bool, string) {
+		res = n.scrapePath("/metrics/resource")
+		cpu, mem := res.value("container_cpu_usage_seconds_total", app), res.value("container_memory_working_set_bytes", app)
+		node := res.value("node_memory_working_set_bytes", nil)
+		return cpu > 0 && mem > 0 && node > 0,
+			fmt.Sprintf("container cpu %vs, container memory %v bytes, node memory %v bytes", cpu, mem, node)
+	})
+	at := res.series("container_cpu_usage_seconds_total", app).GetTimestampMs()
+	if math.Abs(float64(time.Now().UnixMilli()-at)) > 60e3 {
+		t.Errorf("the container's CPU was read at %v, more than a minute from now", time.UnixMilli(at))
+	}
+	if setup := res.series("container_cpu_usage_seconds_total", labels{"pod": solo.Name, "container": "setup"}); setup != nil {
+		t.Errorf("the exited init container has a CPU series: %v", setup)
+	}
+	if e := res.value("resource_scrape_error", nil); e != 0 {
+		t.Errorf("resource_scrape_error = %v, want 0", e)
+	}
+
 	// Deleting a pod: it stops running, in the runtime and in the metrics,
 	// and its worker's kill (which ends after the runtime shows the pod
 	// stopped) is timed.
@@ -123,21 +146,27 @@ spec:
 	}
 }
 
-// metricSet is one scrape of /metrics, parsed.
+// metricSet is one scrape of a metrics endpoint, parsed.
 type metricSet map[string]*dto.MetricFamily
 
 type labels map[string]string
 
 func (n *node) scrape() metricSet {
 	n.t.Helper()
-	body, err := n.get("/metrics")
+	return n.scrapePath("/metrics")
+}
+
+// scrapePath is one scrape of a metrics endpoint of the read-only API.
+func (n *node) scrapePath(path string) metricSet {
+	n.t.Helper()
+	body, err := n.get(path)
 	if err != nil {
-		n.t.Fatalf("GET /metrics: %v", err)
+		n.t.Fatalf("GET %s: %v", path, err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
-		n.t.Fatalf("parse /metrics: %v", err)
+		n.t.Fatalf("parse %s: %v", path, err)
 	}
 	return families
 }
