@@ -311,6 +311,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 					Pressure: evictions.Conditions(),
 					NotReady: notReady(ctx, rt, loop),
 					Info:     info,
+					Images:   nodeImages(ctx, rt, log),
 				}
 			},
 			statuses: loop.pods, // rejected pods too
@@ -370,6 +371,19 @@ func hostIP(cluster *clusterNode) string {
 		return cluster.nodeIP
 	}
 	return network.HostIP()
+}
+
+// nodeImages are the runtime's images as the Node reports them; none when
+// the runtime cannot list them this time.
+func nodeImages(ctx context.Context, rt *runtimeHandle, log *slog.Logger) []v1.ContainerImage {
+	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
+	defer cancel()
+	images, err := rt.cri.ListImages(ctx)
+	if err != nil {
+		log.Warn("listing images for the node's status failed", "err", err)
+		return nil
+	}
+	return nodestatus.Images(images, nodestatus.MaxImages)
 }
 
 // notReady is why the node cannot run pods now, the kubelet's Ready

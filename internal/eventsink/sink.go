@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth-dev/berth/internal/apiutil"
 )
 
 // queueSize bounds the events waiting for the API server.
@@ -82,12 +84,14 @@ func (s *Sink) post(ctx context.Context, e v1.Event) {
 			return
 		}
 		if !apierrors.IsNotFound(err) {
-			s.log.Warn("posting an event failed", "reason", e.Reason, "object", e.InvolvedObject.Name, "err", err)
+			s.log.Warn("posting an event failed", "reason", e.Reason, "object", e.InvolvedObject.Name,
+				"err", apiutil.Explain(err, "patch", "events"))
 			return
 		}
 		// The first occurrence never made it: post the event whole.
 	}
 	if _, err := events.Create(ctx, &e, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		s.log.Warn("posting an event failed", "reason", e.Reason, "object", e.InvolvedObject.Name, "err", err)
+		s.log.Warn("posting an event failed", "reason", e.Reason, "object", e.InvolvedObject.Name,
+			"err", apiutil.Explain(err, "create", "events"))
 	}
 }

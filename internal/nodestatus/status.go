@@ -27,6 +27,8 @@ type Observed struct {
 	// unhealthy); empty when it can.
 	NotReady string
 	Info     v1.NodeSystemInfo
+	// Images are the runtime's images, for the scheduler's image locality.
+	Images []v1.ContainerImage
 }
 
 // Identity is what does not change while berth runs.
@@ -80,10 +82,8 @@ func Status(id Identity, obs Observed, prev v1.NodeStatus, now time.Time) v1.Nod
 		Allocatable: obs.Allocatable.DeepCopy(),
 		Addresses:   slices.Clone(id.Addresses),
 		NodeInfo:    obs.Info,
-		Phase:       "",
-		// Images, volumes and config are not reported: the scheduler's
-		// image locality is the only reader of images, and berth has
-		// no attachable volumes.
+		Images:      obs.Images,
+		// Volumes are not reported: berth has no attachable volumes.
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: id.Port}},
 	}
 	nowT := metav1.NewTime(now)

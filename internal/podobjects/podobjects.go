@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/apiutil"
 	"github.com/berth-dev/berth/internal/token"
 )
 
@@ -92,13 +93,13 @@ func New(client kubernetes.Interface, opts Options) *Client {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			cm, err := client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-			return cm, kubeletNotFound(err, "configmap", name)
+			return cm, apiutil.Explain(kubeletNotFound(err, "configmap", name), "get", "configmaps")
 		}),
 		secrets: newCache(opts.TTL, opts.Clock, func(ctx context.Context, ns, name string) (*v1.Secret, error) {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			s, err := client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			return s, kubeletNotFound(err, "secret", name)
+			return s, apiutil.Explain(kubeletNotFound(err, "secret", name), "get", "secrets")
 		}),
 		tokens: token.NewManager(token.ClientRequest(client, timeout), opts.Clock, opts.Log),
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/apiutil"
 )
 
 const (
@@ -39,7 +41,8 @@ func ClientRequest(c kubernetes.Interface, timeout time.Duration) RequestFunc {
 	return func(ctx context.Context, namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		return c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, tr, metav1.CreateOptions{})
+		out, err := c.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, tr, metav1.CreateOptions{})
+		return out, apiutil.Explain(err, "create", "serviceaccounts/token")
 	}
 }
 

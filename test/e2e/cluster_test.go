@@ -244,6 +244,13 @@ func TestCluster(t *testing.T) {
 		if node.Labels[v1.LabelHostname] != n1.name || node.Labels[v1.LabelOSStable] != "linux" {
 			t.Errorf("labels = %v", node.Labels)
 		}
+		var images []string
+		for _, img := range node.Status.Images {
+			images = append(images, img.Names...)
+		}
+		if !slices.Contains(images, busybox) { // for the scheduler's image locality
+			t.Errorf("node images = %v, want %s among them", images, busybox)
+		}
 		if node.Status.DaemonEndpoints.KubeletEndpoint.Port != int32(n1.apiPort) {
 			t.Errorf("kubelet endpoint = %+v, want port %d", node.Status.DaemonEndpoints, n1.apiPort)
 		}
@@ -394,8 +401,9 @@ spec:
 	t.Run("kubelet API authorization", func(t *testing.T) {
 		// berth asks the API server who a token is and what it may do:
 		// nobody at all gets 401; the default service account has no RBAC
-		// on the node and gets 403; one that may read nodes/stats, as
-		// metrics-server may, reads the stats summary and nothing else.
+		// on the node and gets 403; one that may read nodes/stats and
+		// nodes/metrics, as metrics-server may, reads the stats summary and
+		// the resource metrics and nothing else.
 		applyYAML(t, cp, `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: stats-reader, namespace: default}
@@ -403,7 +411,7 @@ metadata: {name: stats-reader, namespace: default}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: stats-reader}
-rules: [{apiGroups: [""], resources: [nodes/stats], verbs: [get]}]
+rules: [{apiGroups: [""], resources: [nodes/stats, nodes/metrics], verbs: [get]}]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
@@ -429,6 +437,7 @@ subjects: [{kind: ServiceAccount, name: stats-reader, namespace: default}]
 			{"/pods", "not-a-token", http.StatusUnauthorized},
 			{"/pods", anybody, http.StatusForbidden},
 			{"/stats/summary", reader, http.StatusOK},
+			{"/metrics/resource", reader, http.StatusOK},
 			{"/pods", reader, http.StatusForbidden},
 		} {
 			req, _ := http.NewRequest(http.MethodGet, base+tc.path, nil)
@@ -446,6 +455,9 @@ subjects: [{kind: ServiceAccount, name: stats-reader, namespace: default}]
 			if resp.StatusCode != tc.want {
 				t.Errorf("GET %s with token %.8q: %d %s, want %d", tc.path, tc.token, resp.StatusCode, body, tc.want)
 				continue
+			}
+			if tc.path == "/metrics/resource" && !strings.Contains(string(body), "node_memory_working_set_bytes") {
+				t.Errorf("resource metrics lack node_memory_working_set_bytes:\n%s", body)
 			}
 			if tc.path == "/stats/summary" {
 				var summary statsapi.Summary
