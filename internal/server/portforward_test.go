@@ -59,14 +59,7 @@ func TestPortForwardPorts(t *testing.T) {
 func TestPortForwardRefusals(t *testing.T) {
 	tunneling := webSocketRequest("/portForward/default/web?port=80")
 	tunneling.Header.Set("Sec-Websocket-Protocol", "SPDY/3.1+portforward.k8s.io")
-	tests := []struct {
-		name      string
-		req       *http.Request
-		rt        *streamRuntime
-		wantCode  int
-		wantBody  string
-		wantCalls int
-	}{
+	tests := []refusal{
 		{name: "unknown pod", req: upgradeRequest("POST", "/portForward/default/nope"),
 			wantCode: 404, wantBody: "pod default/nope not found"},
 		{name: "no running sandbox", req: upgradeRequest("POST", "/portForward/default/pending"),
@@ -93,22 +86,7 @@ func TestPortForwardRefusals(t *testing.T) {
 			rt:       &streamRuntime{url: "/portforward/token"},
 			wantCode: 500, wantBody: "unusable URL", wantCalls: 1},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rt := tt.rt
-			if rt == nil {
-				rt = &streamRuntime{url: "http://127.0.0.1:1/portforward/token"}
-			}
-			rec := httptest.NewRecorder()
-			NewStreamingHandler(streamPods{}, rt, nil).ServeHTTP(rec, tt.req)
-			if rec.Code != tt.wantCode || !strings.Contains(rec.Body.String(), tt.wantBody) {
-				t.Errorf("got %d %q, want %d with %q", rec.Code, rec.Body.String(), tt.wantCode, tt.wantBody)
-			}
-			if got := rt.calls(); got != tt.wantCalls {
-				t.Errorf("the runtime prepared %d streams, want %d", got, tt.wantCalls)
-			}
-		})
-	}
+	checkRefusals(t, tests, "http://127.0.0.1:1/portforward/token")
 }
 
 // A port-forward stream goes to the pod's sandbox, with the WebSocket

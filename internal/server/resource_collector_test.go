@@ -3,14 +3,12 @@ package server
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,30 +229,12 @@ func TestResourceMetricsSecure(t *testing.T) {
 	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert.Certificate}, MinVersion: tls.VersionTLS12}
 	srv := NewSecure("127.0.0.1:0", &fakeSource{summary: testSummary()}, prometheus.NewRegistry(), nil, gate, tlsConfig,
 		slog.New(slog.DiscardHandler))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	// t.Context ends just before the cleanups run, which stops Serve.
-	t.Cleanup(func() {
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-
-	roots := x509.NewCertPool()
-	pem, err := os.ReadFile(cert.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots.AppendCertsFromPEM(pem)
+	addr := serveTLS(t, srv)
+	roots := certPool(t, cert.CertFile)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	call := func(path string) (int, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "https://"+ln.Addr().String()+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
 		req.Header.Set("Authorization", "Bearer metrics-server-token")
 		resp, err := client.Do(req)
 		if err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,7 +12,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -89,32 +87,14 @@ func TestSecureDelegated(t *testing.T) {
 	logs := &syncBuffer{}
 	srv := NewSecure("127.0.0.1:0", src, prometheus.NewRegistry(), streaming, gate, tlsConfig,
 		slog.New(slog.NewTextHandler(logs, nil)))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-
-	roots := x509.NewCertPool()
-	pem, err := os.ReadFile(cert.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots.AppendCertsFromPEM(pem)
+	addr := serveTLS(t, srv)
+	roots := certPool(t, cert.CertFile)
 	newClient := func(certs ...tls.Certificate) *http.Client {
 		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}
 	}
 	anonymous, apiserver := newClient(), newClient(clientCert)
-	base := "https://" + ln.Addr().String()
+	base := "https://" + addr
 
 	tests := []struct {
 		name         string

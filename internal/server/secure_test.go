@@ -1,9 +1,7 @@
 package server
 
 import (
-	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -49,28 +47,10 @@ func TestSecure(t *testing.T) {
 	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert.Certificate}, MinVersion: tls.VersionTLS12}
 	srv := NewSecure("127.0.0.1:0", src, prometheus.NewRegistry(), streaming, authn.New(false, tokens), tlsConfig,
 		slog.New(slog.DiscardHandler))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-
-	pool := x509.NewCertPool()
-	pem, err := os.ReadFile(cert.CertFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.AppendCertsFromPEM(pem)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	base := "https://" + ln.Addr().String()
+	addr := serveTLS(t, srv)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: certPool(t, cert.CertFile)}}}
+	base := "https://" + addr
 	call := func(path, token string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
@@ -107,7 +87,7 @@ func TestSecure(t *testing.T) {
 	}
 
 	// Plain HTTP on the TLS port is not served.
-	resp, err := http.Get("http://" + ln.Addr().String() + "/pods")
+	resp, err := http.Get("http://" + addr + "/pods")
 	if err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {

@@ -156,17 +156,42 @@ func upgradeRequest(method, target string) *http.Request {
 	return req
 }
 
+// refusal is a streaming request the handler must answer without a
+// stream.
+type refusal struct {
+	name     string
+	req      *http.Request
+	rt       *streamRuntime // nil: one whose URL nobody serves
+	wantCode int
+	wantBody string
+	// wantCalls is how many streams the runtime was asked to prepare:
+	// none for anything refused before.
+	wantCalls int
+}
+
+// checkRefusals serves each request and checks the answer and how far it
+// got; fallbackURL is the runtime's URL when a case gives no runtime.
+func checkRefusals(t *testing.T, tests []refusal, fallbackURL string) {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := tt.rt
+			if rt == nil {
+				rt = &streamRuntime{url: fallbackURL}
+			}
+			rec := httptest.NewRecorder()
+			NewStreamingHandler(streamPods{}, rt, nil).ServeHTTP(rec, tt.req)
+			if rec.Code != tt.wantCode || !strings.Contains(rec.Body.String(), tt.wantBody) {
+				t.Errorf("got %d %q, want %d with %q", rec.Code, rec.Body.String(), tt.wantCode, tt.wantBody)
+			}
+			if got := rt.calls(); got != tt.wantCalls {
+				t.Errorf("the runtime prepared %d streams, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
 func TestStreamingRefusals(t *testing.T) {
-	tests := []struct {
-		name     string
-		req      *http.Request
-		rt       *streamRuntime
-		wantCode int
-		wantBody string
-		// wantCalls is how many streams the runtime was asked to prepare:
-		// none for anything refused before.
-		wantCalls int
-	}{
+	tests := []refusal{
 		{name: "unknown pod", req: upgradeRequest("POST", "/exec/default/nope/app?command=sh&output=1"),
 			wantCode: 404, wantBody: "pod default/nope not found"},
 		{name: "unknown namespace", req: upgradeRequest("GET", "/attach/other/web/app?output=1"),
@@ -202,22 +227,7 @@ func TestStreamingRefusals(t *testing.T) {
 			rt:       &streamRuntime{url: closedURL(t) + "/attach/token"},
 			wantCode: 502, wantBody: "reaching the runtime's streaming server", wantCalls: 1},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rt := tt.rt
-			if rt == nil {
-				rt = &streamRuntime{url: "http://127.0.0.1:1/exec/token"}
-			}
-			rec := httptest.NewRecorder()
-			NewStreamingHandler(streamPods{}, rt, nil).ServeHTTP(rec, tt.req)
-			if rec.Code != tt.wantCode || !strings.Contains(rec.Body.String(), tt.wantBody) {
-				t.Errorf("got %d %q, want %d with %q", rec.Code, rec.Body.String(), tt.wantCode, tt.wantBody)
-			}
-			if got := rt.calls(); got != tt.wantCalls {
-				t.Errorf("the runtime prepared %d streams, want %d", got, tt.wantCalls)
-			}
-		})
-	}
+	checkRefusals(t, tests, "http://127.0.0.1:1/exec/token")
 }
 
 // closedURL is the URL of a port that was just free and is closed again,

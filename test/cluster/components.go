@@ -196,32 +196,40 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, kubeconfig st
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(c.dir, "certs", "kube-controller-manager"),
-		"--leader-elect=false",
+	args := append(c.componentArgs("kube-controller-manager", kubeconfig, port),
 		"--controllers=*",
 		"--use-service-account-credentials",
-		"--service-account-private-key-file=" + f.saKey,
-		"--root-ca-file=" + c.ca.certFile, // published as kube-root-ca.crt
+		"--service-account-private-key-file="+f.saKey,
+		"--root-ca-file="+c.ca.certFile, // published as kube-root-ca.crt
 		// CSRs (a node's client certificate, say) are signed by the CA the
 		// apiserver trusts for clients.
-		"--cluster-signing-cert-file=" + c.clientCA.certFile,
-		"--cluster-signing-key-file=" + c.clientCA.keyFile,
-		"--service-cluster-ip-range=" + serviceCIDR,
+		"--cluster-signing-cert-file="+c.clientCA.certFile,
+		"--cluster-signing-key-file="+c.clientCA.keyFile,
+		"--service-cluster-ip-range="+serviceCIDR,
 		"--allocate-node-cidrs=false",
 		"--node-monitor-period=2s",
-		"--node-monitor-grace-period=" + c.opts.NodeMonitorGracePeriod.String(),
-	}
+		"--node-monitor-grace-period="+c.opts.NodeMonitorGracePeriod.String(),
+	)
 	p, err := c.run("kube-controller-manager", c.bins.ControllerManager, append(args, c.opts.ControllerManagerArgs...)...)
 	if err != nil {
 		return nil, err
 	}
 	return p, c.waitHealthz(ctx, p, port)
+}
+
+// componentArgs are the flags the controller-manager and the scheduler
+// share: their kubeconfig for everything, a loopback secure port of their
+// own (for the health check), no leader election.
+func (c *ControlPlane) componentArgs(name, kubeconfig string, port int) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(c.dir, "certs", name),
+		"--leader-elect=false",
+	}
 }
 
 // startScheduler starts kube-scheduler and waits until it is healthy.
@@ -230,15 +238,7 @@ func (c *ControlPlane) startScheduler(ctx context.Context, kubeconfig string) (*
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
-		"--cert-dir=" + filepath.Join(c.dir, "certs", "kube-scheduler"),
-		"--leader-elect=false",
-	}
+	args := c.componentArgs("kube-scheduler", kubeconfig, port)
 	p, err := c.run("kube-scheduler", c.bins.Scheduler, append(args, c.opts.SchedulerArgs...)...)
 	if err != nil {
 		return nil, err
