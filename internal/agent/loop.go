@@ -17,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/cm/hierarchy"
@@ -229,7 +230,7 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	for _, pod := range c.kill {
 		if pod.DeletionTimestamp != nil {
 			l.log.Info("pod deleted in the API server; killing it", "pod", key(pod), "uid", pod.UID,
-				"gracePeriod", ptrOr(pod.DeletionGracePeriodSeconds, -1))
+				"gracePeriod", ptr.Deref(pod.DeletionGracePeriodSeconds, -1))
 			// The worker's pod carries the deletion grace period.
 			l.workers.Update(pod)
 		} else {
@@ -416,13 +417,6 @@ func manifestErrorPod(me podsource.ManifestError, source string) v1.Pod {
 }
 
 func key(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func ptrOr[T any](p *T, def T) T {
-	if p == nil {
-		return def
-	}
-	return *p
-}
 
 // ready reports whether the pod sources have been read: before that, berth
 // cannot tell a pod it wants from one that is gone.

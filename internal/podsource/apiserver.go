@@ -61,18 +61,7 @@ func (s *APIServer) Run(ctx context.Context, out chan<- Snapshot) {
 	if !cache.WaitForCacheSync(ctx.Done(), s.informer.HasSynced) {
 		return
 	}
-	var (
-		last    Snapshot
-		pending bool
-	)
-	rebuild := func() {
-		next := s.snapshot()
-		if next.Equal(last) {
-			return
-		}
-		last, pending = next, true
-	}
-	last, pending = s.snapshot(), true
+	last, pending := s.snapshot(), true
 	for {
 		var send chan<- Snapshot
 		if pending {
@@ -82,7 +71,11 @@ func (s *APIServer) Run(ctx context.Context, out chan<- Snapshot) {
 		case <-ctx.Done():
 			return
 		case <-s.changed:
-			rebuild()
+			// berth's own status patches come back as changes: only a
+			// different snapshot is sent.
+			if next := s.snapshot(); !next.Equal(last) {
+				last, pending = next, true
+			}
 			if s.onChange != nil {
 				s.onChange()
 			}
