@@ -123,8 +123,14 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			next = after
 		}
 	}
-	if plan.NextInit >= 0 {
-		start(&pod.Spec.InitContainers[plan.NextInit], true)
+	for _, i := range plan.StartInit {
+		c := &pod.Spec.InitContainers[i]
+		start(c, true)
+		if _, failed := w.waiting[c.Name]; failed && !isSidecar(c) {
+			// A regular init container that did not start holds back
+			// everything after it; a sidecar's failure does not.
+			return next
+		}
 	}
 	for _, i := range plan.Start {
 		start(&pod.Spec.Containers[i], false)

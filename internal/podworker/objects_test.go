@@ -243,7 +243,7 @@ func TestRefreshVolumes(t *testing.T) {
 	diskPod := &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "d", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}}}
 	running := &container.PodStatus{Containers: []container.ContainerStatus{{Name: "app", State: container.StateRunning}}}
 	exited := &container.PodStatus{Containers: []container.ContainerStatus{{Name: "app", State: container.StateExited}}}
-	idle := Plan{NextInit: -1, SandboxID: "sb"}
+	idle := Plan{SandboxID: "sb"}
 	clk := testingclock.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	for _, tt := range []struct {
 		name string
@@ -255,9 +255,9 @@ func TestRefreshVolumes(t *testing.T) {
 		{"running pod with API volumes", apiPod, running, idle, 1},
 		{"only disk volumes", diskPod, running, idle, 0},
 		{"nothing running", apiPod, exited, idle, 0},
-		{"while another container (re)starts", apiPod, running, Plan{NextInit: -1, Start: []int{1}}, 1},
-		{"a new sandbox", apiPod, running, Plan{NextInit: -1, CreateSandbox: true}, 0},
-		{"the pod is killed", apiPod, running, Plan{NextInit: -1, KillPod: true}, 0},
+		{"while another container (re)starts", apiPod, running, Plan{Start: []int{1}}, 1},
+		{"a new sandbox", apiPod, running, Plan{CreateSandbox: true}, 0},
+		{"the pod is killed", apiPod, running, Plan{KillPod: true}, 0},
 	} {
 		vols := &fakeVolumes{}
 		w, _ := testWorker(Deps{Volumes: vols, Clock: clk})

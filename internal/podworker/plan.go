@@ -19,8 +19,10 @@ type Plan struct {
 	CreateSandbox  bool
 	SandboxID      string
 	SandboxAttempt uint32
-	// NextInit is the index of the init container to start, or -1.
-	NextInit int
+	// StartInit lists the indexes of the init containers to start, in
+	// spec order: the next regular init container and the sidecars
+	// (restartable init containers) that need (re)starting.
+	StartInit []int
 	// Start lists the indexes of the app containers to start.
 	Start []int
 	// Kill lists running containers to stop, with why.
@@ -39,68 +41,50 @@ type Kill struct {
 // Idle reports whether the plan asks for nothing: the pod is as its spec
 // wants it.
 func (p Plan) Idle() bool {
-	return !p.KillPod && !p.CreateSandbox && p.NextInit < 0 && len(p.Start) == 0 && len(p.Kill) == 0
+	return !p.KillPod && !p.CreateSandbox && len(p.StartInit) == 0 && len(p.Start) == 0 && len(p.Kill) == 0
 }
 
 func (p Plan) String() string {
-	return fmt.Sprintf("killPod=%v createSandbox=%v(attempt %d) nextInit=%d start=%v kill=%d",
-		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.NextInit, p.Start, len(p.Kill))
+	return fmt.Sprintf("killPod=%v createSandbox=%v(attempt %d) startInit=%v start=%v kill=%d",
+		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.StartInit, p.Start, len(p.Kill))
 }
 
-// Verdict says which probe condemned a running container ("liveness" or
-// "startup"), or "" when none did. A nil Verdict condemns nothing.
-type Verdict func(containerID string) string
+// ProbeResults is what a plan reads of the probes: which probe, if any,
+// condemned a running container ("liveness" or "startup", else ""), and
+// whether a container with a startup probe has passed it. The worker's
+// Probes is one; nil means no probe ever ran.
+type ProbeResults interface {
+	Failed(containerID string) string
+	Started(containerID string) bool
+}
 
 // ComputePlan decides, from the pod's spec, what the runtime reports and the
-// probes' verdicts, which sandbox and containers to create, start or stop.
-// It implements the kubelet's rules: init containers one at a time in order,
-// app containers by restart policy, a container whose liveness or startup
-// probe failed is killed (and restarted unless the policy is Never), and a
-// new sandbox (killing the old) when the sandbox is gone or lost its network.
-func ComputePlan(pod *v1.Pod, st *container.PodStatus, failed Verdict) Plan {
-	plan := Plan{NextInit: -1}
+// probes' results, which sandbox and containers to create, start or stop.
+// It implements the kubelet's rules (computePodActions): init containers
+// one at a time in order, sidecars started in their place and kept running
+// (computeInitActions), app containers by restart policy once the pod is
+// initialized, a container whose liveness or startup probe failed is killed
+// (and restarted unless the policy is Never), and a new sandbox (killing the
+// old) when the sandbox is gone or lost its network.
+func ComputePlan(pod *v1.Pod, st *container.PodStatus, probes ProbeResults) Plan {
+	plan := Plan{}
 	createSandbox, attempt, sandboxID := sandboxChanged(pod, st)
 	plan.KillPod, plan.CreateSandbox = createSandbox, createSandbox
 	plan.SandboxAttempt, plan.SandboxID = attempt, sandboxID
 
 	if createSandbox {
-		if !restartsOnFailure(pod) && attempt != 0 && len(st.Containers) != 0 {
-			// The sandbox died after its containers ran and the pod never
-			// restarts: leave it dead, as the kubelet does.
-			plan.CreateSandbox = false
-			return plan
-		}
-		for i := range pod.Spec.Containers {
-			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(st, pod.Spec.Containers[i].Name) {
-				continue
-			}
-			plan.Start = append(plan.Start, i)
-		}
-		if len(plan.Start) == 0 {
-			plan.CreateSandbox = false
-			return plan
-		}
-		if len(pod.Spec.InitContainers) != 0 {
-			plan.NextInit, plan.Start = 0, nil
-		}
+		return sandboxPlan(pod, st, plan)
+	}
+	if appContainersFinished(pod, st) {
+		// The pod's phase is terminal: stop it, sidecars included, as the
+		// kubelet stops a terminal pod before it looks at init containers.
+		plan.KillPod = true
 		return plan
 	}
-
-	if len(pod.Spec.InitContainers) != 0 {
-		last, next, done := nextInitContainer(pod, st)
-		if !done {
-			if next >= 0 {
-				if last != nil && initFailed(last) && !restartsOnFailure(pod) {
-					plan.KillPod = true
-				} else {
-					if last != nil && last.State == container.StateUnknown {
-						plan.Kill = append(plan.Kill, Kill{ID: last.ID, Name: last.Name, Reason: "init container in unknown state"})
-					}
-					plan.NextInit = next
-				}
-			}
-			return plan
-		}
+	if !computeInitActions(pod, st, probes, &plan) || plan.KillPod {
+		// Initialization failed or is still in progress: app containers
+		// wait for it.
+		return plan
 	}
 
 	keep := 0
@@ -120,11 +104,9 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, failed Verdict) Plan {
 		var grace *int64
 		if want := kuberuntime.ContainerHash(c); cs.Hash != "" && cs.Hash != want {
 			reason = "container spec changed"
-		} else if failed != nil {
-			if probe := failed(cs.ID); probe != "" {
-				reason = fmt.Sprintf("Container %s failed %s probe", c.Name, probe)
-				grace = probeGracePeriod(c, probe)
-			}
+		} else if probe := failedProbe(probes, cs.ID); probe != "" {
+			reason = fmt.Sprintf("Container %s failed %s probe", c.Name, probe)
+			grace = probeGracePeriod(c, probe)
 		}
 		if reason == "" {
 			keep++
@@ -138,9 +120,60 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, failed Verdict) Plan {
 		plan.Kill = append(plan.Kill, Kill{ID: cs.ID, Name: cs.Name, Reason: reason, GracePeriod: grace})
 	}
 	if keep == 0 && len(plan.Start) == 0 {
+		// Sidecars do not keep a pod alive: they are stopped with it and
+		// not restarted.
 		plan.KillPod = true
+		plan.StartInit = nil
 	}
 	return plan
+}
+
+// sandboxPlan completes the plan of a pod that needs a new sandbox: the
+// first init container, or every app container the policy still runs.
+func sandboxPlan(pod *v1.Pod, st *container.PodStatus, plan Plan) Plan {
+	if !restartsOnFailure(pod) && plan.SandboxAttempt != 0 && len(st.Containers) != 0 {
+		// The sandbox died after its containers ran and the pod never
+		// restarts: leave it dead, as the kubelet does.
+		plan.CreateSandbox = false
+		return plan
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(st, pod.Spec.Containers[i].Name) {
+			continue
+		}
+		plan.Start = append(plan.Start, i)
+	}
+	if len(plan.Start) == 0 {
+		plan.CreateSandbox = false
+		return plan
+	}
+	if len(pod.Spec.InitContainers) != 0 {
+		plan.StartInit, plan.Start = []int{0}, nil
+	}
+	return plan
+}
+
+// appContainersFinished reports that every app container has exited and
+// none will be restarted by the pod's policy.
+func appContainersFinished(pod *v1.Pod, st *container.PodStatus) bool {
+	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || len(pod.Spec.Containers) == 0 {
+		return false
+	}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		cs := st.LatestContainer(c.Name)
+		if cs == nil || cs.State != container.StateExited || shouldRestart(pod, c, st) {
+			return false
+		}
+	}
+	return true
+}
+
+func failedProbe(probes ProbeResults, id string) string {
+	if probes == nil {
+		return ""
+	}
+	return probes.Failed(id)
 }
 
 // sandboxChanged reports whether the pod needs a new sandbox, with the
@@ -153,39 +186,6 @@ func sandboxChanged(pod *v1.Pod, st *container.PodStatus) (bool, uint32, string)
 		return true, 0, ""
 	}
 	return true, st.Sandboxes[0].Attempt + 1, st.Sandboxes[0].ID
-}
-
-// nextInitContainer returns the status of the last failed init container (if
-// any), the index of the init container to run next (or -1), and whether all
-// init containers are done.
-func nextInitContainer(pod *v1.Pod, st *container.PodStatus) (*container.ContainerStatus, int, bool) {
-	inits := pod.Spec.InitContainers
-	for i := range pod.Spec.Containers {
-		if cs := st.LatestContainer(pod.Spec.Containers[i].Name); cs != nil && cs.State == container.StateRunning {
-			return nil, -1, true
-		}
-	}
-	for i := len(inits) - 1; i >= 0; i-- {
-		if cs := st.LatestContainer(inits[i].Name); cs != nil && initFailed(cs) {
-			return cs, i, false
-		}
-	}
-	for i := len(inits) - 1; i >= 0; i-- {
-		cs := st.LatestContainer(inits[i].Name)
-		if cs == nil {
-			continue
-		}
-		switch cs.State {
-		case container.StateRunning:
-			return nil, -1, false
-		case container.StateExited:
-			if i == len(inits)-1 {
-				return nil, -1, true
-			}
-			return nil, i + 1, false
-		}
-	}
-	return nil, 0, false
 }
 
 func initFailed(cs *container.ContainerStatus) bool {

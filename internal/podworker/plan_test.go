@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,19 +69,21 @@ func TestComputePlan(t *testing.T) {
 		pod    *v1.Pod
 		st     func(*v1.Pod) *container.PodStatus
 		failed map[string]string // container ID -> probe that condemned it
-		want   Plan
+		// started lists the containers whose startup probe passed.
+		started map[string]bool
+		want    Plan
 	}{
 		{
 			name: "new pod: sandbox and every app container",
 			pod:  testPod(v1.RestartPolicyAlways, nil, "a", "b"),
 			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "none") },
-			want: Plan{KillPod: true, CreateSandbox: true, NextInit: -1, Start: []int{0, 1}},
+			want: Plan{KillPod: true, CreateSandbox: true, Start: []int{0, 1}},
 		},
 		{
 			name: "new pod with init containers: first init only",
 			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
 			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "none") },
-			want: Plan{KillPod: true, CreateSandbox: true, NextInit: 0},
+			want: Plan{KillPod: true, CreateSandbox: true, StartInit: []int{0}},
 		},
 		{
 			name: "first init done: second init next",
@@ -88,7 +91,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"i1", exited, 0})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: 1},
+			want: Plan{SandboxID: "sb1", StartInit: []int{1}},
 		},
 		{
 			name: "init still running: wait",
@@ -96,7 +99,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"i1", running, 0})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1},
+			want: Plan{SandboxID: "sb1"},
 		},
 		{
 			name: "all inits done: app containers",
@@ -104,7 +107,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"i1", exited, 0}, ctr{"i2", exited, 0})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0, 1}},
+			want: Plan{SandboxID: "sb1", Start: []int{0, 1}},
 		},
 		{
 			name: "failed init with Always: retry it",
@@ -112,7 +115,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"i1", exited, 0}, ctr{"i2", exited, 1})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: 1},
+			want: Plan{SandboxID: "sb1", StartInit: []int{1}},
 		},
 		{
 			name: "failed init with Never: the pod is dead",
@@ -120,7 +123,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"i1", exited, 2})
 			},
-			want: Plan{KillPod: true, SandboxID: "sb1", NextInit: -1},
+			want: Plan{KillPod: true, SandboxID: "sb1"},
 		},
 		{
 			name: "everything running: nothing to do",
@@ -128,7 +131,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", running, 0})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1},
+			want: Plan{SandboxID: "sb1"},
 		},
 		{
 			name: "Always restarts a container that exited 0",
@@ -136,7 +139,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", exited, 0})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1}},
+			want: Plan{SandboxID: "sb1", Start: []int{1}},
 		},
 		{
 			name: "OnFailure leaves a success alone and restarts a failure",
@@ -144,7 +147,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"a", exited, 0}, ctr{"b", exited, 1})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1}},
+			want: Plan{SandboxID: "sb1", Start: []int{1}},
 		},
 		{
 			name: "Never with everything exited: stop the sandbox",
@@ -152,7 +155,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"a", exited, 1})
 			},
-			want: Plan{KillPod: true, SandboxID: "sb1", NextInit: -1},
+			want: Plan{KillPod: true, SandboxID: "sb1"},
 		},
 		{
 			name: "dead sandbox: new sandbox with the next attempt",
@@ -160,7 +163,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "dead", ctr{"a", exited, 137})
 			},
-			want: Plan{KillPod: true, CreateSandbox: true, SandboxID: "sb1", SandboxAttempt: 1, NextInit: -1, Start: []int{0}},
+			want: Plan{KillPod: true, CreateSandbox: true, SandboxID: "sb1", SandboxAttempt: 1, Start: []int{0}},
 		},
 		{
 			name: "dead sandbox with Never after containers ran: leave it",
@@ -168,13 +171,13 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "dead", ctr{"a", exited, 0})
 			},
-			want: Plan{KillPod: true, SandboxID: "sb1", SandboxAttempt: 1, NextInit: -1},
+			want: Plan{KillPod: true, SandboxID: "sb1", SandboxAttempt: 1},
 		},
 		{
 			name: "bridge sandbox without an IP is replaced",
 			pod:  testPod(v1.RestartPolicyAlways, nil, "a"),
 			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "noip") },
-			want: Plan{KillPod: true, CreateSandbox: true, SandboxID: "sb1", SandboxAttempt: 1, NextInit: -1, Start: []int{0}},
+			want: Plan{KillPod: true, CreateSandbox: true, SandboxID: "sb1", SandboxAttempt: 1, Start: []int{0}},
 		},
 		{
 			name: "a container left in created state is replaced",
@@ -182,7 +185,7 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"a", container.StateCreated, 0})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
+			want: Plan{SandboxID: "sb1", Start: []int{0},
 				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "container in state created is replaced"}}},
 		},
 		{
@@ -193,7 +196,7 @@ func TestComputePlan(t *testing.T) {
 				st.Containers[0].Hash = "stale"
 				return st
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
+			want: Plan{SandboxID: "sb1", Start: []int{0},
 				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "container spec changed, will be restarted"}}},
 		},
 		{
@@ -203,7 +206,7 @@ func TestComputePlan(t *testing.T) {
 				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", running, 0})
 			},
 			failed: map[string]string{"b-b": "liveness"},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1},
+			want: Plan{SandboxID: "sb1", Start: []int{1},
 				Kill: []Kill{{ID: "b-b", Name: "b", Reason: "Container b failed liveness probe, will be restarted"}}},
 		},
 		{
@@ -217,7 +220,7 @@ func TestComputePlan(t *testing.T) {
 				return runtimeStatus(p, "ready", ctr{"a", running, 0})
 			},
 			failed: map[string]string{"a-a": "liveness"},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{0},
+			want: Plan{SandboxID: "sb1", Start: []int{0},
 				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "Container a failed liveness probe, will be restarted", GracePeriod: ptr(int64(3))}}},
 		},
 		{
@@ -227,7 +230,7 @@ func TestComputePlan(t *testing.T) {
 				return runtimeStatus(p, "ready", ctr{"a", running, 0})
 			},
 			failed: map[string]string{"a-a": "startup"},
-			want: Plan{KillPod: true, SandboxID: "sb1", NextInit: -1,
+			want: Plan{KillPod: true, SandboxID: "sb1",
 				Kill: []Kill{{ID: "a-a", Name: "a", Reason: "Container a failed startup probe"}}},
 		},
 		{
@@ -236,17 +239,143 @@ func TestComputePlan(t *testing.T) {
 			st: func(p *v1.Pod) *container.PodStatus {
 				return runtimeStatus(p, "ready", ctr{"a", running, 0}, ctr{"b", exited, 1})
 			},
-			want: Plan{SandboxID: "sb1", NextInit: -1, Start: []int{1}},
+			want: Plan{SandboxID: "sb1", Start: []int{1}},
+		},
+		{
+			name: "new pod with a sidecar: the sidecar first",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"),
+			st:   func(p *v1.Pod) *container.PodStatus { return runtimeStatus(p, "none") },
+			want: Plan{KillPod: true, CreateSandbox: true, StartInit: []int{0}},
+		},
+		{
+			name: "a running sidecar without a startup probe has started: next init",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", StartInit: []int{1}},
+		},
+		{
+			name: "a sidecar waits for its startup probe",
+			pod:  withStartupProbe(withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0})
+			},
+			want: Plan{SandboxID: "sb1"},
+		},
+		{
+			name: "a sidecar that passed its startup probe lets the next init start",
+			pod:  withStartupProbe(withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0})
+			},
+			started: map[string]bool{"s1-a": true},
+			want:    Plan{SandboxID: "sb1", StartInit: []int{1}},
+		},
+		{
+			name: "a sidecar that failed its startup probe is restarted",
+			pod:  withStartupProbe(withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0})
+			},
+			failed: map[string]string{"s1-a": "startup"},
+			want: Plan{SandboxID: "sb1", StartInit: []int{0},
+				Kill: []Kill{{ID: "s1-a", Name: "s1", Reason: "Init container s1 failed startup probe"}}},
+		},
+		{
+			name: "the last regular init done and the sidecar running: app containers",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0}, ctr{"i1", exited, 0})
+			},
+			want: Plan{SandboxID: "sb1", Start: []int{0}},
+		},
+		{
+			name: "a sidecar last in the list initializes the pod once started",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"i1", "s1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", exited, 0}, ctr{"s1", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", Start: []int{0}},
+		},
+		{
+			name: "a regular init that runs is waited for while an earlier sidecar that exited is restarted",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", exited, 1}, ctr{"i1", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", StartInit: []int{0}},
+		},
+		{
+			name: "after initialization exited sidecars restart in spec order, the app keeps running",
+			pod:  withSidecars(testPod(v1.RestartPolicyNever, []string{"s1", "i1", "s2"}, "a"), "s1", "s2"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", exited, 0}, ctr{"i1", exited, 0}, ctr{"s2", exited, 137}, ctr{"a", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", StartInit: []int{0, 2}},
+		},
+		{
+			name: "after initialization a sidecar gone from the runtime comes back, a regular init does not",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1", "i1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0})
+			},
+			want: Plan{SandboxID: "sb1", StartInit: []int{0}},
+		},
+		{
+			name: "a sidecar that failed its liveness probe is restarted",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0}, ctr{"a", running, 0})
+			},
+			failed: map[string]string{"s1-a": "liveness"},
+			want: Plan{SandboxID: "sb1", StartInit: []int{0},
+				Kill: []Kill{{ID: "s1-a", Name: "s1", Reason: "Init container s1 failed liveness probe"}}},
+		},
+		{
+			name: "a running sidecar whose spec changed is restarted",
+			pod:  withSidecars(testPod(v1.RestartPolicyAlways, []string{"s1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				st := runtimeStatus(p, "ready", ctr{"s1", running, 0}, ctr{"a", running, 0})
+				st.Containers[1].Hash = "stale"
+				return st
+			},
+			want: Plan{SandboxID: "sb1", StartInit: []int{0},
+				Kill: []Kill{{ID: "s1-a", Name: "s1", Reason: "Init container spec hash changed"}}},
+		},
+		{
+			name: "sidecars do not keep a finished pod alive",
+			pod:  withSidecars(testPod(v1.RestartPolicyNever, []string{"s1", "s2"}, "a"), "s1", "s2"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0}, ctr{"s2", exited, 1}, ctr{"a", exited, 0})
+			},
+			want: Plan{KillPod: true, SandboxID: "sb1"},
+		},
+		{
+			name: "a failed regular init after a sidecar with Never kills the pod",
+			pod:  withSidecars(testPod(v1.RestartPolicyNever, []string{"s1", "i1"}, "a"), "s1"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"s1", running, 0}, ctr{"i1", exited, 1})
+			},
+			want: Plan{KillPod: true, SandboxID: "sb1"},
+		},
+		{
+			name: "an init container left created is replaced",
+			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", exited, 0}, ctr{"i2", container.StateCreated, 0})
+			},
+			want: Plan{SandboxID: "sb1", StartInit: []int{1},
+				Kill: []Kill{{ID: "i2-b", Name: "i2", Reason: "init container in state created is replaced"}}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			verdict := func(id string) string { return tt.failed[id] }
-			got := ComputePlan(tt.pod, tt.st(tt.pod), verdict)
+			got := ComputePlan(tt.pod, tt.st(tt.pod), fakeProbes{failed: tt.failed, started: tt.started})
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ComputePlan:\n got  %+v\n want %+v", got, tt.want)
 			}
-			idle := !tt.want.KillPod && !tt.want.CreateSandbox && tt.want.NextInit < 0 && tt.want.Start == nil && tt.want.Kill == nil
+			idle := !tt.want.KillPod && !tt.want.CreateSandbox && tt.want.StartInit == nil && tt.want.Start == nil && tt.want.Kill == nil
 			if got.Idle() != idle {
 				t.Errorf("Idle() = %v, want %v", got.Idle(), idle)
 			}
@@ -255,3 +384,34 @@ func TestComputePlan(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// withSidecars makes the named init containers sidecars.
+func withSidecars(pod *v1.Pod, names ...string) *v1.Pod {
+	always := v1.ContainerRestartPolicyAlways
+	for i := range pod.Spec.InitContainers {
+		if slices.Contains(names, pod.Spec.InitContainers[i].Name) {
+			pod.Spec.InitContainers[i].RestartPolicy = &always
+		}
+	}
+	return pod
+}
+
+// withStartupProbe gives the named init container a startup probe.
+func withStartupProbe(pod *v1.Pod, name string) *v1.Pod {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			pod.Spec.InitContainers[i].StartupProbe = &v1.Probe{}
+		}
+	}
+	return pod
+}
+
+// fakeProbes are probe results: the failed probe of each condemned
+// container, and the containers whose startup probe passed.
+type fakeProbes struct {
+	failed  map[string]string
+	started map[string]bool
+}
+
+func (f fakeProbes) Failed(id string) string { return f.failed[id] }
+func (f fakeProbes) Started(id string) bool  { return f.started[id] }

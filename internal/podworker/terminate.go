@@ -23,7 +23,16 @@ const minGracePeriod = 2
 // stopContainer runs the container's preStop hook (when the spec is known)
 // within the grace period, then asks the runtime to stop it with what is left.
 func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string, grace int64, log *slog.Logger) error {
+	return w.stopContainerInOrder(ctx, pod, id, name, grace, nil, log)
+}
+
+// stopContainerInOrder is stopContainer where the stop signal waits, after
+// the preStop hook and within the grace period, for the containers order
+// says must stop first.
+func (w *worker) stopContainerInOrder(ctx context.Context, pod *v1.Pod, id, name string, grace int64, order *terminationOrder, log *slog.Logger) error {
 	d := w.ws.deps
+	// Whatever happens, the containers waiting for this one go on.
+	defer order.stopped(name)
 	if c := specContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
 		start := d.Clock.Now()
 		podIP := ""
@@ -34,10 +43,10 @@ func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string
 			w.event(pod, v1.EventTypeWarning, "FailedPreStopHook", fmt.Sprintf("PreStopHook failed: %v", err))
 			log.Warn("preStop hook failed", "container", name, "err", err)
 		}
-		grace -= int64(d.Clock.Since(start) / time.Second)
-		if grace < minGracePeriod {
-			grace = minGracePeriod
-		}
+		grace = atLeastMinGrace(grace - int64(d.Clock.Since(start)/time.Second))
+	}
+	if waited := order.waitForTurn(name, grace); waited > 0 {
+		grace = atLeastMinGrace(grace - waited)
 	}
 	if err := d.Runtime.StopContainer(ctx, id, grace); err != nil && !runtime.IsNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", name, id, err)
@@ -45,12 +54,24 @@ func (w *worker) stopContainer(ctx context.Context, pod *v1.Pod, id, name string
 	return nil
 }
 
-// stopPod stops every active container, in parallel as the kubelet does,
-// then every sandbox. It removes nothing, so statuses and logs stay. A
-// non-nil graceOverride replaces the pod's grace period (an eviction's).
+// atLeastMinGrace is what is left of a grace period that a hook or the
+// wait for other containers used, but never less than minGracePeriod.
+func atLeastMinGrace(left int64) int64 {
+	return max(left, minGracePeriod)
+}
+
+// stopPod stops every active container, in parallel as the kubelet does
+// but with sidecars last (terminationOrder), then every sandbox. It removes
+// nothing, so statuses and logs stay. A non-nil graceOverride replaces the
+// pod's grace period (an eviction's).
 func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStatus, graceOverride *int64, log *slog.Logger) error {
 	active := st.ActiveContainers()
 	errs := make([]error, len(active))
+	names := make([]string, len(active))
+	for i, cs := range active {
+		names[i] = cs.Name
+	}
+	order := newTerminationOrder(w.ws.deps.Clock, pod, names)
 	var wg sync.WaitGroup
 	for i, cs := range active {
 		grace := gracePeriod(pod)
@@ -64,7 +85,7 @@ func (w *worker) stopPod(ctx context.Context, pod *v1.Pod, st *container.PodStat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = w.stopContainer(ctx, pod, cs.ID, cs.Name, grace, log)
+			errs[i] = w.stopContainerInOrder(ctx, pod, cs.ID, cs.Name, grace, order, log)
 		}()
 	}
 	wg.Wait()

@@ -210,11 +210,11 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		return after
 	}
 	w.startup.admit(d.Clock.Now(), len(st.Sandboxes) > 0)
-	var verdict Verdict
+	var probes ProbeResults
 	if d.Probes != nil {
-		verdict = d.Probes.Failed
+		probes = d.Probes
 	}
-	plan := ComputePlan(pod, st, verdict)
+	plan := ComputePlan(pod, st, probes)
 	log.Debug("sync", "plan", plan.String())
 	w.refreshVolumes(ctx, pod, st, plan, log)
 	next := d.Resync
