@@ -45,8 +45,13 @@ type Result struct {
 // Admit decides whether pod may start on node, as the kubelet's predicate
 // admit handler does, with its critical-pod admission handler for the
 // failures: a critical pod whose every failure is a lack of resources is
-// admitted at the cost of the victims Preemption names.
+// admitted at the cost of the victims Preemption names. The checks no
+// preemption can cure (the pod's OS, its supplementalGroupsPolicy) come
+// first and end the decision, as in the kubelet.
 func Admit(pod *PodInfo, node Node) Result {
+	if r, bad := EarlyRejection(pod.Pod, node.Node); bad {
+		return r
+	}
 	var r Result
 	r.Insufficient = fit(pod, amounts(node.Node.Status.Allocatable), node.Active)
 	r.Failures = predicates(pod.Pod, node.Node, node.Active)

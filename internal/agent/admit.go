@@ -85,7 +85,7 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		if p := prev[key(pod)]; p != nil {
 			replaced = p.pod.UID
 		}
-		if res, bad := unsupported(pod); bad {
+		if res, bad := refusal(pod, env.node); bad {
 			a.results[pod.UID] = res
 			e.rejected = &res
 			continue

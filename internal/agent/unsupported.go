@@ -8,17 +8,30 @@ import (
 	"github.com/berth-dev/berth/internal/admission"
 )
 
-// Reasons a pod of the API server is refused for asking what berth cannot
-// give. The API server accepted the pod; the node is where it fails, so the
-// pod is rejected with a reason (Failed) rather than retried for ever.
+// Reasons a pod is refused for asking what berth cannot give. The API
+// server accepted the pod (or the manifest passed berth's validation); the
+// node is where it fails, so the pod is rejected with a reason (Failed)
+// rather than started without what it asked for, or retried for ever.
 const (
 	reasonUnsupportedVolume       = "UnsupportedVolume"
 	reasonUnsupportedRuntimeClass = "UnsupportedRuntimeClass"
+	reasonUnsupportedPodField     = "UnsupportedPodField"
 )
 
+// refusal is why pod is refused before its resources are counted: the
+// kubelet's first checks (the pod's OS), then what berth cannot honour, so
+// that a pod for another OS is refused for its OS as by the kubelet,
+// whatever else it asks for.
+func refusal(pod *v1.Pod, node *v1.Node) (admission.Result, bool) {
+	if r, bad := admission.EarlyRejection(pod, node); bad {
+		return r, true
+	}
+	return unsupported(pod)
+}
+
 // unsupported reports why berth cannot run pod at all, or false when it can
-// try. Static and applied pods never get here with such a spec: their
-// validation refuses it with the field.
+// try. It runs before the kubelet's admission checks, for pods of every
+// source: some of these fields pass berth's manifest validation too.
 func unsupported(pod *v1.Pod) (admission.Result, bool) {
 	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
 		return admission.Result{Reason: reasonUnsupportedRuntimeClass, Message: fmt.Sprintf(
@@ -31,13 +44,23 @@ func unsupported(pod *v1.Pod) (admission.Result, bool) {
 				vol.Name, kind)}, true
 		}
 	}
+	if path, why, ok := unsupportedField(pod); ok {
+		return admission.Result{Reason: reasonUnsupportedPodField, Message: path + ": " + why}, true
+	}
 	return admission.Result{}, false
 }
 
 // unsupportedVolume names the source of a volume berth cannot set up.
 func unsupportedVolume(src v1.VolumeSource) (string, bool) {
 	switch {
-	case src.EmptyDir != nil, src.HostPath != nil, src.ConfigMap != nil, src.Secret != nil,
+	case src.EmptyDir != nil:
+		// The volume manager makes disk and tmpfs emptyDirs; a huge page
+		// medium would fail its setup at every container start.
+		if m := src.EmptyDir.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
+			return fmt.Sprintf("emptyDir medium %q", m), true
+		}
+		return "", false
+	case src.HostPath != nil, src.ConfigMap != nil, src.Secret != nil,
 		src.DownwardAPI != nil, src.Projected != nil:
 		return "", false
 	case src.PersistentVolumeClaim != nil:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -13,6 +14,11 @@ func TestUnsupported(t *testing.T) {
 		p := &v1.Pod{}
 		p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: src}}
 		return p
+	}
+	// withContainer is a pod whose second container is c.
+	withContainer := func(c v1.Container) *v1.Pod {
+		c.Name = "second"
+		return &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "first"}, c}}}
 	}
 	for _, tc := range []struct {
 		name       string
@@ -27,10 +33,56 @@ func TestUnsupported(t *testing.T) {
 		{"iscsi", withVolume(v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}}), reasonUnsupportedVolume, "this kind of volumes"},
 		{"runtime class", &v1.Pod{Spec: v1.PodSpec{RuntimeClassName: ptr.To("gvisor")}},
 			reasonUnsupportedRuntimeClass, `runtimeClassName "gvisor"`},
+		{"memory emptyDir", withVolume(v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}), "", ""},
+		{"huge page emptyDir", withVolume(v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}}),
+			reasonUnsupportedVolume, `volume "data": emptyDir medium "HugePages-2Mi" volumes are not supported`},
+		{"host users", &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(true)}}, "", ""},
+		{"user namespace", &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(false)}},
+			reasonUnsupportedPodField, "spec.hostUsers: false (user namespaces) is not supported by berth"},
+		{"pod resource claims", &v1.Pod{Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu"}}}},
+			reasonUnsupportedPodField, "spec.resourceClaims: dynamic resource allocation is not supported"},
+		{"container resource claims", withContainer(v1.Container{Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}}),
+			reasonUnsupportedPodField, "spec.containers[1].resources.claims: dynamic resource allocation"},
+		{"stop signal", withContainer(v1.Container{Lifecycle: &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)}}),
+			reasonUnsupportedPodField, "spec.containers[1].lifecycle.stopSignal: is not supported by berth"},
+		{"lifecycle without stop signal", withContainer(v1.Container{Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{}}}), "", ""},
+		{"restart rules", withContainer(v1.Container{RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}}),
+			reasonUnsupportedPodField, "spec.containers[1].restartPolicyRules: is not supported by berth"},
+		{"file key env", withContainer(v1.Container{Env: []v1.EnvVar{{Name: "A", Value: "a"},
+			{Name: "B", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{Key: "k"}}}}}),
+			reasonUnsupportedPodField, "spec.containers[1].env[1].valueFrom.fileKeyRef: is not supported by berth"},
+		{"init container field", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Lifecycle: &v1.Lifecycle{StopSignal: ptr.To(v1.SIGINT)}}}}},
+			reasonUnsupportedPodField, "spec.initContainers[0].lifecycle.stopSignal"},
 	} {
 		r, bad := unsupported(tc.pod)
 		if bad != (tc.wantReason != "") || r.Reason != tc.wantReason || !strings.Contains(r.Message, tc.wantText) {
 			t.Errorf("%s: %v %+v, want %q containing %q", tc.name, bad, r, tc.wantReason, tc.wantText)
+		}
+	}
+}
+
+// TestRefusalOrder checks that a pod for another OS is refused for its OS,
+// as by the kubelet, even when it also asks for what berth cannot give
+// (a Windows pod typically names a runtime class).
+func TestRefusalOrder(t *testing.T) {
+	node := &v1.Node{}
+	node.Labels = map[string]string{v1.LabelOSStable: "linux"}
+	for _, tc := range []struct {
+		name       string
+		pod        *v1.Pod
+		wantReason string
+	}{
+		{"windows with a runtime class", &v1.Pod{Spec: v1.PodSpec{OS: &v1.PodOS{Name: v1.Windows}, RuntimeClassName: ptr.To("windows-2022")}},
+			"PodOSNotSupported"},
+		{"windows label and user namespace", &v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelOSStable: "windows"}},
+			Spec: v1.PodSpec{HostUsers: ptr.To(false)}}, "PodOSSelectorNodeLabelDoesNotMatch"},
+		{"linux with a user namespace", &v1.Pod{Spec: v1.PodSpec{OS: &v1.PodOS{Name: v1.Linux}, HostUsers: ptr.To(false)}},
+			reasonUnsupportedPodField},
+		{"linux", &v1.Pod{Spec: v1.PodSpec{OS: &v1.PodOS{Name: v1.Linux}}}, ""},
+	} {
+		r, bad := refusal(tc.pod, node)
+		if bad != (tc.wantReason != "") || r.Reason != tc.wantReason {
+			t.Errorf("%s: %v %+v, want %q", tc.name, bad, r, tc.wantReason)
 		}
 	}
 }

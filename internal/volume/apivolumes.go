@@ -206,13 +206,13 @@ func (m *Manager) writeVolume(pod *v1.Pod, pluginDir, name string, memory bool, 
 		return "", err
 	}
 	if memory {
-		if err := m.setupTmpfs(pod.UID, name, dir, nil); err != nil {
+		if _, err := m.setupTmpfs(pod.UID, name, dir, nil); err != nil {
 			return "", err
 		}
 	}
 	var setPerms func() error
 	if gid := podFSGroup(pod); gid != nil {
-		setPerms = func() error { return setVolumeOwnership(dir, *gid) }
+		setPerms = func() error { return setVolumeOwnership(dir, *gid, true) }
 	}
 	if err := writeAtomic(dir, payload, setPerms); err != nil {
 		return "", fmt.Errorf("writing %s: %w", dir, err)

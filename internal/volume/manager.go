@@ -89,7 +89,7 @@ func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 	}
 	switch src := &vol.VolumeSource; {
 	case src.EmptyDir != nil:
-		return m.setupEmptyDir(pod.UID, vol.Name, src.EmptyDir)
+		return m.setupEmptyDir(pod, vol.Name, src.EmptyDir)
 	case src.HostPath != nil:
 		return setupHostPath(src.HostPath)
 	case src.ConfigMap != nil:

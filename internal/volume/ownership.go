@@ -9,19 +9,25 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// readOnlyGroupMask is what fsGroup ownership adds to a read-only volume's
-// files (the kubelet's roMask); directories also get execMask and setgid,
-// so that files created later inherit the group.
+// The group bits fsGroup ownership adds (pkg/volume/volume_linux.go): rw
+// for a writable volume's files (rwMask), r for a read-only one's (roMask);
+// directories also get execMask and setgid, so that files created later
+// inherit the group.
 const (
-	readOnlyGroupMask os.FileMode = 0o440
-	execMask          os.FileMode = 0o110
+	readWriteGroupMask os.FileMode = 0o660
+	readOnlyGroupMask  os.FileMode = 0o440
+	execMask           os.FileMode = 0o110
 )
 
-// setVolumeOwnership gives everything under dir to group gid and makes it
-// readable by that group, as the kubelet's SetVolumeOwnership does for the
-// read-only volumes written from the API. Symlinks are chowned but never
-// chmodded: that would change their target.
-func setVolumeOwnership(dir string, gid int64) error {
+// setVolumeOwnership gives everything under dir to group gid and opens it
+// to that group, read-only or read-write, as the kubelet's
+// SetVolumeOwnership (changeFilePermission) does. The owner is kept.
+// Symlinks are chowned but never chmodded: that would change their target.
+func setVolumeOwnership(dir string, gid int64, readOnly bool) error {
+	mask := readWriteGroupMask
+	if readOnly {
+		mask = readOnlyGroupMask
+	}
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -36,11 +42,11 @@ func setVolumeOwnership(dir string, gid int64) error {
 		if err != nil {
 			return err
 		}
-		mask := readOnlyGroupMask
+		m := mask
 		if d.IsDir() {
-			mask |= execMask | os.ModeSetgid
+			m |= execMask | os.ModeSetgid
 		}
-		if err := os.Chmod(path, info.Mode()|mask); err != nil {
+		if err := os.Chmod(path, info.Mode()|m); err != nil {
 			return fmt.Errorf("fsGroup ownership: %w", err)
 		}
 		return nil

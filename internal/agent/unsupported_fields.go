@@ -1,0 +1,58 @@
+package agent
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// unsupportedField finds the first pod field berth's sandbox and container
+// configs would drop or fail on at every start, and says why. Each is
+// refused because honouring it needs something berth does not have (a
+// user-namespaced runtime, dynamic resource allocation, a runtime that
+// takes a stop signal) or does not implement; fields berth passes to the
+// runtime, or that the kubelet itself ignores on Linux (windowsOptions,
+// seLinuxChangePolicy without SELinux), are not listed.
+func unsupportedField(pod *v1.Pod) (path, why string, found bool) {
+	spec := field.NewPath("spec")
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
+		return spec.Child("hostUsers").String(),
+			"false (user namespaces) is not supported by berth: its sandboxes run in the node's user namespace", true
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return spec.Child("resourceClaims").String(), claimsWhy, true
+	}
+	for _, list := range []struct {
+		name       string
+		containers []v1.Container
+	}{{"initContainers", pod.Spec.InitContainers}, {"containers", pod.Spec.Containers}} {
+		for i := range list.containers {
+			if p, why, ok := unsupportedContainerField(&list.containers[i], spec.Child(list.name).Index(i)); ok {
+				return p, why, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+const claimsWhy = "dynamic resource allocation is not supported by berth: no claim would be prepared for the pod"
+
+// unsupportedContainerField is unsupportedField for one container.
+func unsupportedContainerField(c *v1.Container, fldPath *field.Path) (path, why string, found bool) {
+	switch {
+	case len(c.Resources.Claims) > 0:
+		return fldPath.Child("resources", "claims").String(), claimsWhy, true
+	case c.Lifecycle != nil && c.Lifecycle.StopSignal != nil:
+		return fldPath.Child("lifecycle", "stopSignal").String(),
+			"is not supported by berth: the container would be stopped with its image's signal", true
+	case len(c.RestartPolicyRules) > 0:
+		return fldPath.Child("restartPolicyRules").String(),
+			"is not supported by berth: the container would restart by the pod's restartPolicy alone", true
+	}
+	for i, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil {
+			return fldPath.Child("env").Index(i).Child("valueFrom", "fileKeyRef").String(),
+				"is not supported by berth: the container could never be created", true
+		}
+	}
+	return "", "", false
+}
