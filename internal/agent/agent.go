@@ -186,6 +186,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		NodeAllocatable:    allocatable,
 		NodeHosts:          nodeHosts,
 		RuntimeName:        rt.name,
+		SeccompProfileRoot: kuberuntime.SeccompProfileRoot(cfg.RootDir),
 		Events:             recorder,
 		Probes:             probeVerdicts{probes},
 		Devices:            devices,

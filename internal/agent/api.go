@@ -82,7 +82,7 @@ func (a *apiSource) ContainerLog(namespace, pod, name string, previous bool) (st
 		return "", "", fmt.Errorf("pod %s/%s: %w", namespace, pod, fs.ErrNotExist)
 	}
 	var cs *v1.ContainerStatus
-	for _, list := range [][]v1.ContainerStatus{found.Status.ContainerStatuses, found.Status.InitContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{found.Status.ContainerStatuses, found.Status.InitContainerStatuses, found.Status.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == name {
 				cs = &list[i]

@@ -45,7 +45,10 @@ func runningContainerID(pods []v1.Pod, namespace, name, container string) (strin
 	for _, c := range pod.Spec.Containers {
 		names = append(names, c.Name)
 	}
-	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
+	for _, list := range [][]v1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == container {
 				cs = &list[i]

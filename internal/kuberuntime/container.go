@@ -66,14 +66,19 @@ type ContainerOptions struct {
 	NodeAllocatable    v1.ResourceList
 	NodeMemoryCapacity int64
 
-	// SeccompProfileRoot is the directory Localhost seccomp profiles are
-	// relative to; SeccompDefault runs containers that ask for no profile
-	// with RuntimeDefault instead of Unconfined (the kubelet's seccompDefault).
+	// SeccompProfileRoot is the absolute directory Localhost seccomp
+	// profiles are relative to, SeccompProfileRoot(root dir) as for the
+	// kubelet; empty refuses every Localhost profile. SeccompDefault runs
+	// containers that ask for no profile with RuntimeDefault instead of
+	// Unconfined (the kubelet's seccompDefault).
 	SeccompProfileRoot string
 	SeccompDefault     bool
 	// RuntimeSupportsRecursiveReadOnly tells whether the runtime handler can
 	// make mounts recursively read-only (CRI RuntimeHandlerFeatures).
 	RuntimeSupportsRecursiveReadOnly bool
+	// TargetContainerID is the running container whose process namespace
+	// an ephemeral container joins (its targetContainerName), or "".
+	TargetContainerID string
 	// Devices is what the container's device plugins answered to Allocate;
 	// nil when it has no devices.
 	Devices *devicemanager.DeviceRunContainerOptions

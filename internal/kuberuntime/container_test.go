@@ -159,7 +159,7 @@ func TestContainerConfigErrorsNameTheContainer(t *testing.T) {
 			`container "app": negative restart count`},
 		{"runAsNonRoot", func(c *v1.Container) { c.SecurityContext = &v1.SecurityContext{RunAsNonRoot: ptr(true)} },
 			ContainerOptions{VolumePaths: map[string]string{"data": "/v"}, ImageUID: ptr(int64(0)), NodeMemoryCapacity: gi},
-			`container "app": runAsNonRoot is set and the image runs as root`},
+			`container "app": container has runAsNonRoot and image will run as root (pod: "web_prod(uid-9)", container: app)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,9 +2,11 @@ package kuberuntime
 
 import (
 	"fmt"
-	"path/filepath"
+	"math"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -122,33 +124,75 @@ func effectiveSecurityContext(pod *v1.Pod, c *v1.Container) *v1.SecurityContext 
 	return eff
 }
 
-// verifyRunAsNonRoot refuses to start a container that asks for
-// runAsNonRoot but would run as root, as the kubelet does before creating it.
-// imageUID and imageUser describe the user the image runs as.
-func verifyRunAsNonRoot(eff *v1.SecurityContext, imageUID *int64, imageUser string) error {
+// ImageUser is the user an image runs as, read from the runtime's
+// ImageStatus record the way the kubelet's getImageUser reads it: the
+// numeric uid when the runtime found one, else the user name; an image that
+// names no user (or no record at all) runs as root, so it is uid 0 and
+// runAsNonRoot refuses it.
+func ImageUser(img *runtimeapi.Image) (uid *int64, username string) {
+	if img != nil {
+		if img.Uid != nil {
+			v := img.Uid.Value
+			return &v, ""
+		}
+		if img.Username != "" {
+			return nil, img.Username
+		}
+	}
+	return new(int64), ""
+}
+
+// VerifyRunAsNonRoot refuses to start container c of pod when it asks for
+// runAsNonRoot but would run as root, or as a user that cannot be checked,
+// with the kubelet's own messages (pkg/kubelet/kuberuntime
+// verifyRunAsNonRoot): tools and people match on them. imageUID and
+// imageUser are what ImageUser answered for the container's image.
+func VerifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, imageUID *int64, imageUser string) error {
+	return verifyRunAsNonRoot(pod, c, effectiveSecurityContext(pod, c), imageUID, imageUser)
+}
+
+func verifyRunAsNonRoot(pod *v1.Pod, c *v1.Container, eff *v1.SecurityContext, imageUID *int64, imageUser string) error {
 	if eff.RunAsNonRoot == nil || !*eff.RunAsNonRoot {
 		return nil
 	}
+	who := podDesc(pod)
 	if eff.RunAsUser != nil {
+		// The user the pod asks for replaces the image's: only it counts.
 		if *eff.RunAsUser == 0 {
-			return fmt.Errorf("runAsUser 0 breaks the runAsNonRoot policy")
+			return fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", who, c.Name)
 		}
 		return nil
 	}
 	switch {
-	case imageUID != nil && *imageUID == 0:
-		return fmt.Errorf("runAsNonRoot is set and the image runs as root")
 	case imageUID == nil && imageUser != "":
-		return fmt.Errorf("runAsNonRoot is set and the image has non-numeric user %q, which cannot be verified to be non-root", imageUser)
+		// A name is resolved by the runtime inside the image, after this
+		// check: it might be root.
+		return fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)",
+			imageUser, who, c.Name)
+	case imageUID == nil:
+		// Unknown: ImageUser never answers this, and the kubelet lets it pass.
+		return nil
+	case *imageUID == 0:
+		return fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", who, c.Name)
+	}
+	if errs := validation.IsValidUserID(*imageUID); len(errs) > 0 {
+		return fmt.Errorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): %s (pod: %q, container: %s)",
+			*imageUID, math.MaxInt32, strings.Join(errs, "; "), who, c.Name)
 	}
 	return nil
+}
+
+// podDesc names a pod as the kubelet's format.Pod does in its errors,
+// "name_namespace(uid)": "_" cannot occur in a pod's name or namespace.
+func podDesc(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
 // containerSecurityContext builds the CRI security context of a container
 // the way the kubelet's determineEffectiveSecurityContext does.
 func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	eff := effectiveSecurityContext(pod, c)
-	if err := verifyRunAsNonRoot(eff, opts.ImageUID, opts.ImageUser); err != nil {
+	if err := verifyRunAsNonRoot(pod, c, eff, opts.ImageUID, opts.ImageUser); err != nil {
 		return nil, err
 	}
 	sc := &runtimeapi.LinuxContainerSecurityContext{
@@ -198,6 +242,12 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 	}
 	if sc.NamespaceOptions, err = namespaceOptions(pod); err != nil {
 		return nil, err
+	}
+	if opts.TargetContainerID != "" {
+		// An ephemeral container debugging a target sees its processes
+		// (kubelet: NamespaceMode TARGET with the target's ID).
+		sc.NamespaceOptions.Pid = runtimeapi.NamespaceMode_TARGET
+		sc.NamespaceOptions.TargetId = opts.TargetContainerID
 	}
 	groups, policy, err := supplementalGroups(pod.Spec.SecurityContext)
 	if err != nil {
@@ -262,10 +312,11 @@ func seccompProfile(psc *v1.PodSecurityContext, csc *v1.SecurityContext, profile
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
 			return nil, fmt.Errorf("%s: localhostProfile must be set when type is Localhost", field)
 		}
-		return &runtimeapi.SecurityProfile{
-			ProfileType:  runtimeapi.SecurityProfile_Localhost,
-			LocalhostRef: filepath.Join(profileRoot, *p.LocalhostProfile),
-		}, nil
+		ref, err := localhostProfilePath(profileRoot, field, *p.LocalhostProfile)
+		if err != nil {
+			return nil, err
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}, nil
 	default:
 		return nil, fmt.Errorf("%s: unsupported type %q", field, p.Type)
 	}

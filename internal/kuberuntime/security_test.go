@@ -185,9 +185,9 @@ func TestContainerSecurityContextErrors(t *testing.T) {
 		opts    ContainerOptions
 		wantErr string
 	}{
-		{"runAsNonRoot with user 0", &v1.PodSecurityContext{RunAsNonRoot: ptr(true)}, &v1.SecurityContext{RunAsUser: ptr(int64(0))}, ContainerOptions{}, "runAsUser 0 breaks the runAsNonRoot policy"},
-		{"runAsNonRoot with root image", nil, &v1.SecurityContext{RunAsNonRoot: ptr(true)}, ContainerOptions{ImageUID: ptr(int64(0))}, "image runs as root"},
-		{"runAsNonRoot with named image user", &v1.PodSecurityContext{RunAsNonRoot: ptr(true)}, nil, ContainerOptions{ImageUser: "app"}, `non-numeric user "app"`},
+		{"runAsNonRoot with user 0", &v1.PodSecurityContext{RunAsNonRoot: ptr(true)}, &v1.SecurityContext{RunAsUser: ptr(int64(0))}, ContainerOptions{}, `container's runAsUser breaks non-root policy (pod: "p_ns(u)", container: app)`},
+		{"runAsNonRoot with root image", nil, &v1.SecurityContext{RunAsNonRoot: ptr(true)}, ContainerOptions{ImageUID: ptr(int64(0))}, `container has runAsNonRoot and image will run as root (pod: "p_ns(u)", container: app)`},
+		{"runAsNonRoot with named image user", &v1.PodSecurityContext{RunAsNonRoot: ptr(true)}, nil, ContainerOptions{ImageUser: "app"}, "image has non-numeric user (app), cannot verify user is non-root"},
 		{"localhost seccomp without profile", nil, &v1.SecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeLocalhost}}, ContainerOptions{}, "securityContext.seccompProfile: localhostProfile must be set"},
 		{"unknown seccomp type", &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: "Mystery"}}, nil, ContainerOptions{}, `spec.securityContext.seccompProfile: unsupported type "Mystery"`},
 		{"localhost apparmor without profile", nil, &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeLocalhost}}, ContainerOptions{}, "securityContext.appArmorProfile: localhostProfile must be set"},
@@ -222,5 +222,26 @@ func TestDefaultPathListsAreFresh(t *testing.T) {
 	a[0] = "changed"
 	if defaultMaskedPaths()[0] == "changed" {
 		t.Error("defaultMaskedPaths shares its backing array")
+	}
+}
+
+// An ephemeral container with a target joins the target's PID namespace;
+// everything else of the pod's namespaces stays.
+func TestContainerSecurityContextTarget(t *testing.T) {
+	pod := securityPod(nil, nil)
+	sc, err := containerSecurityContext(pod, &pod.Spec.Containers[0], ContainerOptions{TargetContainerID: "c0ffee"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := sc.NamespaceOptions
+	if ns.Pid != runtimeapi.NamespaceMode_TARGET || ns.TargetId != "c0ffee" || ns.Network != runtimeapi.NamespaceMode_POD {
+		t.Errorf("namespaces = %+v, want pid TARGET c0ffee in the pod's network", ns)
+	}
+	sc, err = containerSecurityContext(pod, &pod.Spec.Containers[0], ContainerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.NamespaceOptions.Pid != runtimeapi.NamespaceMode_CONTAINER || sc.NamespaceOptions.TargetId != "" {
+		t.Errorf("no target: namespaces = %+v", sc.NamespaceOptions)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/status"
 )
@@ -123,6 +124,12 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			next = after
 		}
 	}
+	// Ephemeral containers first: they may debug a pod whose
+	// initialization is stuck (the kubelet's SyncPod order).
+	for _, i := range plan.StartEphemeral {
+		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		start(&c, false)
+	}
 	for _, i := range plan.StartInit {
 		c := &pod.Spec.InitContainers[i]
 		start(c, true)
@@ -187,59 +194,13 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if prev := st.LatestContainer(c.Name); prev != nil {
 		restartCount = prev.RestartCount + 1
 	}
-	msgPath, err := w.terminationMessageFile(pod, c, restartCount)
+	targetID, err := ephemeralTarget(pod, c, st)
 	if err != nil {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-		return retryAfterError
+		return w.configError(pod, c, err, log)
 	}
-	volumes, err := d.Volumes.Setup(ctx, pod, w.volumeOptions())
+	cfg, opts, err := w.containerConfig(ctx, pod, c, init, restartCount, imageRef, sb, targetID)
 	if err != nil {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-		return retryAfterError
-	}
-	opts := kuberuntime.ContainerOptions{
-		RestartCount:               restartCount,
-		Init:                       init,
-		VolumePaths:                volumes,
-		TerminationMessageHostPath: msgPath,
-		HostIP:                     d.HostIP,
-		NodeName:                   d.NodeName,
-		ImageRef:                   imageRef,
-		NodeAllocatable:            d.NodeAllocatable,
-		NodeMemoryCapacity:         d.NodeAllocatable.Memory().Value(),
-	}
-	if opts.EnvObjects, err = w.envObjects(ctx, pod, c); err != nil {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-		return retryAfterError
-	}
-	if opts.ServiceEnv, err = w.serviceEnv(pod); err != nil {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-		return retryAfterError
-	}
-	if sb != nil {
-		opts.PodIP, opts.PodIPs = sb.IP, sb.IPs
-	}
-	if pod.Spec.HostNetwork {
-		opts.PodIP, opts.PodIPs = d.HostIP, []string{d.HostIP}
-	}
-	if d.Devices != nil {
-		dev, err := d.Devices.ContainerOptions(ctx, pod, c)
-		if err != nil {
-			w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-			w.event(pod, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
-			log.Warn("devices of the container are not ready", "container", c.Name, "err", err)
-			return retryAfterError
-		}
-		opts.Devices = dev
-	}
-	if err := w.prepareFiles(pod, c, &opts); err != nil {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-		return retryAfterError
-	}
-	cfg, err := kuberuntime.ContainerConfig(pod, c, opts)
-	if err != nil {
-		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
-		return retryAfterError
+		return w.configError(pod, c, err, log)
 	}
 	id, err := d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
 	if err != nil {
@@ -277,6 +238,86 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	}
 	w.startup.add(phaseContainerStart, d.Clock.Since(starting))
 	return 0
+}
+
+// containerConfig prepares what container c needs on the host and builds
+// its CRI config: the steps of the kubelet's generateContainerConfig. Any
+// error is a CreateContainerConfigError.
+func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, init bool, restartCount int,
+	imageRef string, sb *container.SandboxStatus, targetID string) (*runtimeapi.ContainerConfig, kuberuntime.ContainerOptions, error) {
+	d := w.ws.deps
+	opts := kuberuntime.ContainerOptions{
+		RestartCount:       restartCount,
+		Init:               init,
+		HostIP:             d.HostIP,
+		NodeName:           d.NodeName,
+		ImageRef:           imageRef,
+		NodeAllocatable:    d.NodeAllocatable,
+		NodeMemoryCapacity: d.NodeAllocatable.Memory().Value(),
+		SeccompProfileRoot: d.SeccompProfileRoot,
+		TargetContainerID:  targetID,
+	}
+	var err error
+	if opts.TerminationMessageHostPath, err = w.terminationMessageFile(pod, c, restartCount); err != nil {
+		return nil, opts, err
+	}
+	if opts.VolumePaths, err = d.Volumes.Setup(ctx, pod, w.volumeOptions()); err != nil {
+		return nil, opts, err
+	}
+	if opts.EnvObjects, err = w.envObjects(ctx, pod, c); err != nil {
+		return nil, opts, err
+	}
+	if opts.ServiceEnv, err = w.serviceEnv(pod); err != nil {
+		return nil, opts, err
+	}
+	if sb != nil {
+		opts.PodIP, opts.PodIPs = sb.IP, sb.IPs
+	}
+	if pod.Spec.HostNetwork {
+		opts.PodIP, opts.PodIPs = d.HostIP, []string{d.HostIP}
+	}
+	if d.Devices != nil {
+		if opts.Devices, err = d.Devices.ContainerOptions(ctx, pod, c); err != nil {
+			return nil, opts, err
+		}
+	}
+	if err := w.prepareFiles(pod, c, &opts); err != nil {
+		return nil, opts, err
+	}
+	if err := w.imageUser(ctx, pod, c, &opts); err != nil {
+		return nil, opts, err
+	}
+	cfg, err := kuberuntime.ContainerConfig(pod, c, opts)
+	return cfg, opts, err
+}
+
+// imageUser reads the user c's image runs as from the runtime, as the
+// kubelet does once the image is present, and refuses a container whose
+// runAsNonRoot that user breaks. The refusal is returned unwrapped: its
+// message is the kubelet's, word for word.
+func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, opts *kuberuntime.ContainerOptions) error {
+	ref := opts.ImageRef
+	if ref == "" {
+		ref = c.Image
+	}
+	img, err := w.ws.deps.Runtime.ImageStatus(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("reading the user of image %q: %w", c.Image, err)
+	}
+	opts.ImageUID, opts.ImageUser = kuberuntime.ImageUser(img)
+	return kuberuntime.VerifyRunAsNonRoot(pod, c, opts.ImageUID, opts.ImageUser)
+}
+
+// configError records err as c's CreateContainerConfigError and posts the
+// kubelet's Warning Failed event ("Error: ..."), for every error of
+// building the container's config, and says when to try again. Each retry
+// posts the event again: the recorder folds the repeats into one event
+// with a count, as the kubelet's does.
+func (w *worker) configError(pod *v1.Pod, c *v1.Container, err error, log *slog.Logger) time.Duration {
+	w.waiting[c.Name] = status.Waiting{Reason: reasonCreateConfigError, Message: err.Error()}
+	w.event(pod, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: "+err.Error())
+	log.Warn("the container's config could not be made", "container", c.Name, "err", err)
+	return retryAfterError
 }
 
 // prepareFiles writes the pod's managed /etc/hosts and creates the subPaths
@@ -342,6 +383,23 @@ func (w *worker) removeOldInstances(ctx context.Context, st *container.PodStatus
 			log.Warn("removing old container failed", "container", name, "id", cs.ID, "err", err)
 		}
 	}
+}
+
+// ephemeralTarget is the ID of the running container whose process
+// namespace c joins: an ephemeral container's targetContainerName, as the
+// kubelet's getTargetID finds it. It is "" for every other container.
+func ephemeralTarget(pod *v1.Pod, c *v1.Container, st *container.PodStatus) (string, error) {
+	for i := range pod.Spec.EphemeralContainers {
+		ec := &pod.Spec.EphemeralContainers[i]
+		if ec.Name != c.Name || ec.TargetContainerName == "" {
+			continue
+		}
+		if cs := st.LatestContainer(ec.TargetContainerName); cs != nil && cs.State == container.StateRunning {
+			return cs.ID, nil
+		}
+		return "", fmt.Errorf("unable to find target container %s", ec.TargetContainerName)
+	}
+	return "", nil
 }
 
 func sandboxByID(st *container.PodStatus, id string) *container.SandboxStatus {

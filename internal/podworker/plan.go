@@ -25,6 +25,9 @@ type Plan struct {
 	StartInit []int
 	// Start lists the indexes of the app containers to start.
 	Start []int
+	// StartEphemeral lists the indexes of the ephemeral containers to
+	// start: those the runtime has never seen.
+	StartEphemeral []int
 	// Kill lists running containers to stop, with why.
 	Kill []Kill
 }
@@ -41,12 +44,13 @@ type Kill struct {
 // Idle reports whether the plan asks for nothing: the pod is as its spec
 // wants it.
 func (p Plan) Idle() bool {
-	return !p.KillPod && !p.CreateSandbox && len(p.StartInit) == 0 && len(p.Start) == 0 && len(p.Kill) == 0
+	return !p.KillPod && !p.CreateSandbox && len(p.StartInit) == 0 && len(p.Start) == 0 &&
+		len(p.StartEphemeral) == 0 && len(p.Kill) == 0
 }
 
 func (p Plan) String() string {
-	return fmt.Sprintf("killPod=%v createSandbox=%v(attempt %d) startInit=%v start=%v kill=%d",
-		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.StartInit, p.Start, len(p.Kill))
+	return fmt.Sprintf("killPod=%v createSandbox=%v(attempt %d) startInit=%v start=%v startEphemeral=%v kill=%d",
+		p.KillPod, p.CreateSandbox, p.SandboxAttempt, p.StartInit, p.Start, p.StartEphemeral, len(p.Kill))
 }
 
 // ProbeResults is what a plan reads of the probes: which probe, if any,
@@ -81,6 +85,7 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, probes ProbeResults) Plan
 		plan.KillPod = true
 		return plan
 	}
+	plan.StartEphemeral = ephemeralToStart(pod, st)
 	if !computeInitActions(pod, st, probes, &plan) || plan.KillPod {
 		// Initialization failed or is still in progress: app containers
 		// wait for it.
@@ -123,7 +128,7 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, probes ProbeResults) Plan
 		// Sidecars do not keep a pod alive: they are stopped with it and
 		// not restarted.
 		plan.KillPod = true
-		plan.StartInit = nil
+		plan.StartInit, plan.StartEphemeral = nil, nil
 	}
 	return plan
 }
@@ -151,6 +156,22 @@ func sandboxPlan(pod *v1.Pod, st *container.PodStatus, plan Plan) Plan {
 		plan.StartInit, plan.Start = []int{0}, nil
 	}
 	return plan
+}
+
+// ephemeralToStart lists the ephemeral containers never run yet. They start
+// even while the pod initializes, and never again once they ran
+// (computePodActions).
+func ephemeralToStart(pod *v1.Pod, st *container.PodStatus) []int {
+	if pod.DeletionTimestamp != nil {
+		return nil
+	}
+	var out []int
+	for i := range pod.Spec.EphemeralContainers {
+		if st.LatestContainer(pod.Spec.EphemeralContainers[i].Name) == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // appContainersFinished reports that every app container has exited and

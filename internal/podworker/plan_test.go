@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/kuberuntime"
@@ -360,6 +361,26 @@ func TestComputePlan(t *testing.T) {
 			want: Plan{KillPod: true, SandboxID: "sb1"},
 		},
 		{
+			name: "an ephemeral container starts once, even while the pod initializes",
+			pod:  withEphemeral(testPod(v1.RestartPolicyAlways, []string{"i1"}, "a"), "debug", "debug2"),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"i1", running, 0}, ctr{"debug2", exited, 0})
+			},
+			want: Plan{SandboxID: "sb1", StartEphemeral: []int{0}},
+		},
+		{
+			name: "a pod being deleted starts no ephemeral container",
+			pod: func() *v1.Pod {
+				p := withEphemeral(testPod(v1.RestartPolicyAlways, nil, "a"), "debug")
+				p.DeletionTimestamp = &metav1.Time{Time: t0}
+				return p
+			}(),
+			st: func(p *v1.Pod) *container.PodStatus {
+				return runtimeStatus(p, "ready", ctr{"a", running, 0})
+			},
+			want: Plan{SandboxID: "sb1"},
+		},
+		{
 			name: "an init container left created is replaced",
 			pod:  testPod(v1.RestartPolicyAlways, []string{"i1", "i2"}, "a"),
 			st: func(p *v1.Pod) *container.PodStatus {
@@ -375,7 +396,7 @@ func TestComputePlan(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ComputePlan:\n got  %+v\n want %+v", got, tt.want)
 			}
-			idle := !tt.want.KillPod && !tt.want.CreateSandbox && tt.want.StartInit == nil && tt.want.Start == nil && tt.want.Kill == nil
+			idle := !tt.want.KillPod && !tt.want.CreateSandbox && tt.want.StartInit == nil && tt.want.Start == nil && tt.want.StartEphemeral == nil && tt.want.Kill == nil
 			if got.Idle() != idle {
 				t.Errorf("Idle() = %v, want %v", got.Idle(), idle)
 			}
@@ -406,6 +427,15 @@ func withStartupProbe(pod *v1.Pod, name string) *v1.Pod {
 	return pod
 }
 
+// withEphemeral adds ephemeral containers of the names given.
+func withEphemeral(pod *v1.Pod, names ...string) *v1.Pod {
+	for _, n := range names {
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers,
+			v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n, Image: "busybox"}})
+	}
+	return pod
+}
+
 // fakeProbes are probe results: the failed probe of each condemned
 // container, and the containers whose startup probe passed.
 type fakeProbes struct {
@@ -415,3 +445,24 @@ type fakeProbes struct {
 
 func (f fakeProbes) Failed(id string) string { return f.failed[id] }
 func (f fakeProbes) Started(id string) bool  { return f.started[id] }
+
+func TestEphemeralTarget(t *testing.T) {
+	pod := withEphemeral(testPod(v1.RestartPolicyAlways, nil, "a", "b"), "debug", "plain")
+	pod.Spec.EphemeralContainers[0].TargetContainerName = "a"
+	debug := v1.Container(pod.Spec.EphemeralContainers[0].EphemeralContainerCommon)
+	plain := v1.Container(pod.Spec.EphemeralContainers[1].EphemeralContainerCommon)
+	running := runtimeStatus(pod, "ready", ctr{"a", container.StateRunning, 0})
+	if id, err := ephemeralTarget(pod, &debug, running); err != nil || id != "a-a" {
+		t.Errorf("target of debug = %q, %v; want a's running ID", id, err)
+	}
+	if id, err := ephemeralTarget(pod, &plain, running); err != nil || id != "" {
+		t.Errorf("a container without a target got %q, %v", id, err)
+	}
+	if id, err := ephemeralTarget(pod, &pod.Spec.Containers[1], running); err != nil || id != "" {
+		t.Errorf("an app container got target %q, %v", id, err)
+	}
+	exited := runtimeStatus(pod, "ready", ctr{"a", container.StateExited, 1})
+	if _, err := ephemeralTarget(pod, &debug, exited); err == nil || err.Error() != "unable to find target container a" {
+		t.Errorf("a target that is not running: err = %v", err)
+	}
+}

@@ -133,6 +133,10 @@ type Deps struct {
 	NodeHosts []byte
 	// RuntimeName prefixes container IDs in the API status ("containerd").
 	RuntimeName string
+	// SeccompProfileRoot is where Localhost seccomp profiles are read
+	// from: kuberuntime.SeccompProfileRoot of the root dir, as for the
+	// kubelet. Empty refuses every Localhost profile.
+	SeccompProfileRoot string
 	// Resync is how often a worker syncs with no event (the kubelet's
 	// syncFrequency).
 	Resync time.Duration

@@ -19,11 +19,20 @@ const (
 	exitCodeUnknown         = 137
 )
 
+// listKind says which of a pod's container lists a status list is for.
+type listKind int
+
+const (
+	regularList listKind = iota
+	initList
+	ephemeralList
+)
+
 // containerStatuses is the kubelet's convertToAPIContainerStatuses for one
-// list of containers (init or regular), followed by the prober manager's
-// ready/started bookkeeping. Init statuses keep spec order; regular ones are
-// sorted by name, as the kubelet publishes them.
-func (g *generator) containerStatuses(specs []v1.Container, previous []v1.ContainerStatus, isInit bool) []v1.ContainerStatus {
+// list of containers (init, regular or ephemeral), followed by the prober
+// manager's ready/started bookkeeping. Init statuses keep spec order; the
+// others are sorted by name, as the kubelet publishes them.
+func (g *generator) containerStatuses(specs []v1.Container, previous []v1.ContainerStatus, kind listKind) []v1.ContainerStatus {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -75,17 +84,17 @@ func (g *generator) containerStatuses(specs []v1.Container, previous []v1.Contai
 	}
 
 	for i := range specs {
-		g.applyWaiting(&specs[i], statuses[specs[i].Name], isInit)
+		g.applyWaiting(&specs[i], statuses[specs[i].Name], kind)
 	}
 	g.applySyncError(statuses, defaultReason)
 
 	out := make([]v1.ContainerStatus, 0, len(specs))
 	for i := range specs {
 		st := statuses[specs[i].Name]
-		g.setReadiness(&specs[i], st, isInit)
+		g.setReadiness(&specs[i], st, kind)
 		out = append(out, *st)
 	}
-	if !isInit {
+	if kind != initList {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	}
 	return out
@@ -171,9 +180,12 @@ func terminatedReason(cs *container.ContainerStatus) string {
 
 // applyWaiting shows the last sync's failure on a container that is due to
 // be (re)started; a terminated state moves to lastState.
-func (g *generator) applyWaiting(c *v1.Container, st *v1.ContainerStatus, isInit bool) {
+func (g *generator) applyWaiting(c *v1.Container, st *v1.ContainerStatus, kind listKind) {
 	latest := g.rt.LatestContainer(c.Name)
-	if isInit {
+	if kind == ephemeralList && latest != nil && latest.State == container.StateExited {
+		return // an ephemeral container never runs again
+	}
+	if kind == initList {
 		// A succeeded init container is never run again.
 		if latest != nil && latest.State == container.StateExited && latest.ExitCode == 0 {
 			return
@@ -255,11 +267,16 @@ func (g *generator) anyRegularContainerCreated() bool {
 // setReadiness fills started and ready the way the prober manager does.
 // Regular init containers are ready once they exited 0; everything else is
 // ready when running, started and passing readiness.
-func (g *generator) setReadiness(c *v1.Container, st *v1.ContainerStatus, isInit bool) {
+func (g *generator) setReadiness(c *v1.Container, st *v1.ContainerStatus, kind listKind) {
+	if kind == ephemeralList {
+		// The prober manager leaves ephemeral containers alone: they have
+		// no probes, are never ready, and report no started.
+		return
+	}
 	id := runtimeID(st.ContainerID)
 	started := st.State.Running != nil && (g.in.Started == nil || g.in.Started(id))
 	st.Started = &started
-	if isInit && !isSidecar(c) {
+	if kind == initList && !isSidecar(c) {
 		st.Ready = st.State.Terminated != nil && st.State.Terminated.ExitCode == 0
 		return
 	}

@@ -81,8 +81,9 @@ func Generate(in Input) v1.PodStatus {
 	pod := in.Pod
 
 	s := v1.PodStatus{QOSClass: qos.PodQOSClass(pod)}
-	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, g.old.InitContainerStatuses, true)
-	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, g.old.ContainerStatuses, false)
+	s.InitContainerStatuses = g.containerStatuses(pod.Spec.InitContainers, g.old.InitContainerStatuses, initList)
+	s.ContainerStatuses = g.containerStatuses(pod.Spec.Containers, g.old.ContainerStatuses, regularList)
+	s.EphemeralContainerStatuses = g.containerStatuses(EphemeralContainers(pod), g.old.EphemeralContainerStatuses, ephemeralList)
 
 	// Readiness is settled before the phase (the kubelet's getPhase sees the
 	// previous sync's "started" of sidecars): one sync sooner, same rule.
@@ -156,6 +157,17 @@ func runtimeID(published string) string {
 // normalize truncates timestamps to the second and shortens termination
 // messages, as the kubelet's status manager does before publishing: the API
 // stores RFC 3339 times, so a status compares equal after a round trip.
+// EphemeralContainers returns the pod's ephemeral containers as the
+// containers they are run as: the kubelet's own conversion, since the two
+// share their fields.
+func EphemeralContainers(pod *v1.Pod) []v1.Container {
+	var out []v1.Container
+	for i := range pod.Spec.EphemeralContainers {
+		out = append(out, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return out
+}
+
 func normalize(pod *v1.Pod, s *v1.PodStatus) {
 	budget := maxTerminationMessageBytes
 	if n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers); n > 0 {
@@ -168,7 +180,7 @@ func normalize(pod *v1.Pod, s *v1.PodStatus) {
 		s.Conditions[i].LastProbeTime = second(s.Conditions[i].LastProbeTime)
 		s.Conditions[i].LastTransitionTime = second(s.Conditions[i].LastTransitionTime)
 	}
-	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses} {
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
 		for i := range list {
 			normalizeState(&list[i].State, budget)
 			normalizeState(&list[i].LastTerminationState, budget)

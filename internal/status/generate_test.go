@@ -669,3 +669,43 @@ func withSidecarPod(p *v1.Pod, name string) *v1.Pod {
 	p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: name, Image: "img-" + name, RestartPolicy: &always})
 	return p
 }
+
+// Ephemeral containers get statuses of their own, sorted by name: waiting
+// before they run, running, then terminated for good (never restarted,
+// whatever the pod's policy), never ready; they change neither the phase
+// nor the conditions.
+func TestGenerateEphemeral(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, nil, "app")
+	for _, n := range []string{"dbg2", "dbg1", "dbg3"} {
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers,
+			v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: n, Image: "img-" + n}})
+	}
+	rt := runtimeOf([]container.SandboxStatus{readySandbox("10.88.0.5")},
+		ctr("dbg1", "e1", container.StateRunning, 5, 0),
+		ctr("dbg2", "e2", container.StateExited, 4, 1),
+		ctr("app", "a1", container.StateRunning, 1, 0))
+	in := input(pod, rt)
+	// A failed start of dbg2 would show, but it has exited: it stays so.
+	in.Waiting = map[string]Waiting{"dbg2": {Reason: "CrashLoopBackOff"}}
+	s := Generate(in)
+	var names []string
+	for _, st := range s.EphemeralContainerStatuses {
+		names = append(names, st.Name)
+		if st.Ready {
+			t.Errorf("ephemeral container %s is ready", st.Name)
+		}
+	}
+	mustEqual(t, "ephemeral names", names, []string{"dbg1", "dbg2", "dbg3"})
+	if st := statusOf(t, s.EphemeralContainerStatuses, "dbg1"); st.State.Running == nil || st.ContainerID != "containerd://e1" {
+		t.Errorf("dbg1: %+v", st)
+	}
+	if st := statusOf(t, s.EphemeralContainerStatuses, "dbg2"); st.State.Terminated == nil || st.State.Terminated.ExitCode != 1 {
+		t.Errorf("dbg2 must stay terminated: %+v", st.State)
+	}
+	if st := statusOf(t, s.EphemeralContainerStatuses, "dbg3"); st.State.Waiting == nil {
+		t.Errorf("dbg3 must wait: %+v", st.State)
+	}
+	if s.Phase != v1.PodRunning || condition(t, s, v1.ContainersReady).Status != v1.ConditionTrue {
+		t.Errorf("ephemeral containers changed the pod: phase %s, %+v", s.Phase, s.Conditions)
+	}
+}

@@ -327,6 +327,10 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("ephemeral container", func(t *testing.T) {
+		checkEphemeralContainer(t, cp, client)
+	})
+
 	t.Run("events", func(t *testing.T) {
 		pod := podsOf(t, client, "web")[0]
 		waitFor(t, 30*time.Second, "berth's events of "+pod.Name+" in the API server", func() (bool, string) {
@@ -776,4 +780,46 @@ func containerIDs(t *testing.T, client kubernetes.Interface, app string) map[str
 		}
 	}
 	return out
+}
+
+// checkEphemeralContainer adds a debug container to a running pod, as
+// kubectl debug does (the ephemeralcontainers subresource): it starts
+// without disturbing the pod, shares the target container's process
+// namespace, shows in the pod's ephemeralContainerStatuses, and kubectl
+// exec and logs reach it.
+func checkEphemeralContainer(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface) {
+	pod := podsOf(t, client, "web")[0]
+	kubectl(t, cp, "debug", pod.Name, "--image="+busybox, "--image-pull-policy=Never", "--container=debugger",
+		"--target=app", "--", "sh", "-c", "while true; do echo polo; sleep 2; done")
+	waitFor(t, 60*time.Second, "the ephemeral container running", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(context.Background(), pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, st := range p.Status.EphemeralContainerStatuses {
+			if st.Name == "debugger" && st.State.Running != nil {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", p.Status.EphemeralContainerStatuses)
+	})
+	if out := kubectl(t, cp, "exec", pod.Name, "-c", "debugger", "--", "echo", "marco"); strings.TrimSpace(out) != "marco" {
+		t.Errorf("kubectl exec in the ephemeral container = %q", out)
+	}
+	// The target's process namespace: its shell is PID 1 there.
+	if out := kubectl(t, cp, "exec", pod.Name, "-c", "debugger", "--", "cat", "/proc/1/cmdline"); !strings.Contains(out, "hello from") {
+		t.Errorf("the ephemeral container does not see the target's processes: /proc/1/cmdline = %q", out)
+	}
+	if logs := kubectl(t, cp, "logs", pod.Name, "-c", "debugger"); !strings.Contains(logs, "polo") {
+		t.Errorf("kubectl logs of the ephemeral container = %q", logs)
+	}
+	p, err := client.CoreV1().Pods("default").Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range p.Status.ContainerStatuses {
+		if st.RestartCount != 0 || st.State.Running == nil || !st.Ready {
+			t.Errorf("the pod's container was disturbed: %+v", st)
+		}
+	}
 }
