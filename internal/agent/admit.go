@@ -49,6 +49,8 @@ type admitEnv struct {
 	// stopped pods when it started: it was admitted before, and is never
 	// checked again.
 	adopted func(uid types.UID) bool
+	// sysctls are the sysctls pods may set; nil allows none.
+	sysctls *admission.SysctlAllowlist
 }
 
 // preemption is a decided preemption to carry out: kill the victims, then
@@ -85,7 +87,7 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		if p := prev[key(pod)]; p != nil {
 			replaced = p.pod.UID
 		}
-		if res, bad := refusal(pod, env.node); bad {
+		if res, bad := refusal(pod, env.node, env.sysctls); bad {
 			a.results[pod.UID] = res
 			e.rejected = &res
 			continue

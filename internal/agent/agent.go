@@ -120,6 +120,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	sysctls, err := nodeSysctls(cfg.AllowedUnsafeSysctls, log)
+	if err != nil {
+		return err
+	}
 	rt, err := startRuntime(ctx, cfg, registry, log)
 	if err != nil {
 		return err
@@ -235,6 +239,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			}
 			return n
 		},
+		sysctls:   sysctls,
 		admitter:  newAdmitter(),
 		preempted: make(chan preemption),
 		desired:   desiredSet{},

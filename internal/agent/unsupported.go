@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -18,15 +19,37 @@ const (
 	reasonUnsupportedPodField     = "UnsupportedPodField"
 )
 
-// refusal is why pod is refused before its resources are counted: the
-// kubelet's first checks (the pod's OS), then what berth cannot honour, so
-// that a pod for another OS is refused for its OS as by the kubelet,
-// whatever else it asks for.
-func refusal(pod *v1.Pod, node *v1.Node) (admission.Result, bool) {
+// refusal is why pod is refused before its resources are counted, in the
+// order of the kubelet's admit handlers (NewMainKubelet): its sysctls
+// against the node's allowlist (the sysctl handler comes before the
+// predicate handler), then the pod's OS (the predicate handler's first
+// checks), then what berth cannot honour, so that a pod for another OS is
+// refused for its OS as by the kubelet, whatever else it asks for.
+func refusal(pod *v1.Pod, node *v1.Node, sysctls *admission.SysctlAllowlist) (admission.Result, bool) {
+	if r, bad := sysctls.Rejection(pod); bad {
+		return r, true
+	}
 	if r, bad := admission.EarlyRejection(pod, node); bad {
 		return r, true
 	}
 	return unsupported(pod)
+}
+
+// nodeSysctls is the node's sysctl allowlist, built as the kubelet builds
+// it at start-up (NewMainKubelet): the safe sysctls for the running kernel
+// (SafeSysctlAllowlist) and the allowed unsafe ones. A kernel version that
+// cannot be read leaves out the safe sysctls that depend on it, as the
+// kubelet does, rather than stopping berth.
+func nodeSysctls(allowedUnsafe []string, log *slog.Logger) (*admission.SysctlAllowlist, error) {
+	kernel, err := admission.KernelVersion()
+	if err != nil {
+		log.Error("the kernel version is unknown: the safe sysctls namespaced only from some version on are not allowed", "err", err)
+	}
+	sysctls, err := admission.NewSysctlAllowlist(append(admission.SafeSysctls(kernel), allowedUnsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("sysctl allowlist: %w", err)
+	}
+	return sysctls, nil
 }
 
 // unsupported reports why berth cannot run pod at all, or false when it can

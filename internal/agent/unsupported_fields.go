@@ -21,6 +21,14 @@ func unsupportedField(pod *v1.Pod) (path, why string, found bool) {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return spec.Child("resourceClaims").String(), claimsWhy, true
 	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].RestartPolicy != nil {
+			// ContainerRestartRules: a regular container's own policy
+			// would be dropped for the pod's. Sidecars' is their nature.
+			return spec.Child("containers").Index(i).Child("restartPolicy").String(),
+				"is not supported by berth: the container would restart by the pod's restartPolicy", true
+		}
+	}
 	for _, list := range []struct {
 		name       string
 		containers []v1.Container

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/berth-dev/berth/internal/admission"
 )
 
 func TestUnsupported(t *testing.T) {
@@ -48,6 +50,9 @@ func TestUnsupported(t *testing.T) {
 		{"lifecycle without stop signal", withContainer(v1.Container{Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{}}}), "", ""},
 		{"restart rules", withContainer(v1.Container{RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}}),
 			reasonUnsupportedPodField, "spec.containers[1].restartPolicyRules: is not supported by berth"},
+		{"regular container's restart policy", withContainer(v1.Container{RestartPolicy: ptr.To(v1.ContainerRestartPolicyNever)}),
+			reasonUnsupportedPodField, "spec.containers[1].restartPolicy: is not supported by berth"},
+		{"sidecar", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}}}}, "", ""},
 		{"file key env", withContainer(v1.Container{Env: []v1.EnvVar{{Name: "A", Value: "a"},
 			{Name: "B", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{Key: "k"}}}}}),
 			reasonUnsupportedPodField, "spec.containers[1].env[1].valueFrom.fileKeyRef: is not supported by berth"},
@@ -63,10 +68,19 @@ func TestUnsupported(t *testing.T) {
 
 // TestRefusalOrder checks that a pod for another OS is refused for its OS,
 // as by the kubelet, even when it also asks for what berth cannot give
-// (a Windows pod typically names a runtime class).
+// (a Windows pod typically names a runtime class), and that its sysctls are
+// checked before, as the kubelet's sysctl handler comes first.
 func TestRefusalOrder(t *testing.T) {
 	node := &v1.Node{}
 	node.Labels = map[string]string{v1.LabelOSStable: "linux"}
+	sysctls, err := admission.NewSysctlAllowlist([]string{"kernel.shm_rmid_forced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withSysctl := func(p *v1.Pod, name string) *v1.Pod {
+		p.Spec.SecurityContext = &v1.PodSecurityContext{Sysctls: []v1.Sysctl{{Name: name, Value: "1"}}}
+		return p
+	}
 	for _, tc := range []struct {
 		name       string
 		pod        *v1.Pod
@@ -79,8 +93,13 @@ func TestRefusalOrder(t *testing.T) {
 		{"linux with a user namespace", &v1.Pod{Spec: v1.PodSpec{OS: &v1.PodOS{Name: v1.Linux}, HostUsers: ptr.To(false)}},
 			reasonUnsupportedPodField},
 		{"linux", &v1.Pod{Spec: v1.PodSpec{OS: &v1.PodOS{Name: v1.Linux}}}, ""},
+		{"linux with a safe sysctl", withSysctl(&v1.Pod{}, "kernel.shm_rmid_forced"), ""},
+		{"linux with an unsafe sysctl and a user namespace", withSysctl(&v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(false)}}, "kernel.msgmax"),
+			admission.ReasonSysctlForbidden},
+		{"windows label and an unsafe sysctl", withSysctl(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelOSStable: "windows"}}},
+			"kernel.msgmax"), admission.ReasonSysctlForbidden},
 	} {
-		r, bad := refusal(tc.pod, node)
+		r, bad := refusal(tc.pod, node, sysctls)
 		if bad != (tc.wantReason != "") || r.Reason != tc.wantReason {
 			t.Errorf("%s: %v %+v, want %q", tc.name, bad, r, tc.wantReason)
 		}

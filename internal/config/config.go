@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/berth-dev/berth/internal/admission"
 )
 
 // Defaults. The kubelet's own default is used wherever berth has no reason
@@ -86,6 +88,10 @@ type Config struct {
 	// (Pending, DevicePluginNotReady) for the resource's plugin to register
 	// before it is rejected.
 	DevicePluginWait time.Duration
+	// AllowedUnsafeSysctls are the sysctls, or prefixes ending in '*', that
+	// pods may set besides the safe ones (allowedUnsafeSysctls,
+	// --allowed-unsafe-sysctls).
+	AllowedUnsafeSysctls []string
 	// Resources divides the node between the system and pods.
 	Resources Resources
 	// Images is how images are pulled and collected.
@@ -136,6 +142,7 @@ const (
 	nameDevicePluginDir          = "--" + flagDevicePluginDir
 	namePodResourcesDir          = "--" + flagPodResourcesDir
 	nameDevicePluginWait         = "--" + flagDevicePluginWait
+	nameAllowedUnsafeSysctls     = "allowedUnsafeSysctls (--" + flagAllowedUnsafeSysctls + ")"
 )
 
 // Validate reports every invalid value at once; each error names the field
@@ -218,7 +225,19 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.ContainerGC.validate()...)
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateCluster()...)
+	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls))
 	return errors.Join(errs...)
+}
+
+// validateUnsafeSysctls refuses what the kubelet refuses to start with: a
+// pattern its sysctl allowlist cannot hold (NewMainKubelet, through
+// sysctl.NewAllowlist), with the same check, here so that the error names
+// the option.
+func validateUnsafeSysctls(patterns []string) error {
+	if _, err := admission.NewSysctlAllowlist(patterns); err != nil {
+		return fmt.Errorf("%s: %w", nameAllowedUnsafeSysctls, err)
+	}
+	return nil
 }
 
 // validateEndpoint accepts what berth can dial: a unix socket, written as the

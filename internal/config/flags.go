@@ -35,6 +35,7 @@ const (
 	flagSerializeImagePulls      = "serialize-image-pulls"
 	flagPinnedImage              = "pinned-image"
 	flagImageGCPeriod            = "image-gc-period"
+	flagAllowedUnsafeSysctls     = "allowed-unsafe-sysctls"
 
 	flagEvictionHard                     = "eviction-hard"
 	flagEvictionSoft                     = "eviction-soft"
@@ -94,6 +95,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagMinimumContainerTTL, 0, "minimum age of a dead container before the container GC may remove it")
 	fs.Int32(flagMaxPerPodContainer, DefaultMaxPerPodContainer, "dead instances kept per container; negative for no limit")
 	fs.Int32(flagMaxContainers, DefaultMaxContainers, "dead containers kept on the node in all; negative for no limit")
+	fs.StringSlice(flagAllowedUnsafeSysctls, nil, "comma-separated unsafe sysctls or sysctl patterns (ending in *) pods may set besides the safe ones; each must be namespaced")
 	fs.Duration(flagContainerGCPeriod, DefaultContainerGCPeriod, "how often the container GC runs")
 	addServingFlags(fs)
 	addClusterFlags(fs)

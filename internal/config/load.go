@@ -129,7 +129,8 @@ func honoured(field string) bool {
 		"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
 		"serializeImagePulls", "maxParallelImagePulls",
 		"registerNode", "registerWithTaints", "providerID", "nodeStatusUpdateFrequency",
-		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization":
+		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization",
+		"allowedUnsafeSysctls":
 		return true
 	}
 	return false
@@ -173,6 +174,9 @@ func applyFile(cfg *Config, kf *kubeletFile) {
 	if kf.set["readOnlyPort"] {
 		cfg.ReadOnlyPort = kc.ReadOnlyPort
 	}
+	if kf.set["allowedUnsafeSysctls"] {
+		cfg.AllowedUnsafeSysctls = kc.AllowedUnsafeSysctls
+	}
 }
 
 func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
@@ -209,6 +213,7 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 		override(fs, flagMaxPerPodContainer, fs.GetInt32, &cfg.ContainerGC.MaxPerPodContainer),
 		override(fs, flagMaxContainers, fs.GetInt32, &cfg.ContainerGC.MaxContainers),
 		override(fs, flagContainerGCPeriod, fs.GetDuration, &cfg.ContainerGC.Period),
+		override(fs, flagAllowedUnsafeSysctls, fs.GetStringSlice, &cfg.AllowedUnsafeSysctls),
 	}
 	for _, f := range signalMapFlags(&cfg.Eviction) {
 		if !fs.Changed(f.name) {
@@ -333,6 +338,7 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.PodLogsDir = cfg.PodLogsDir
 	kc.PodCIDR = cfg.PodCIDR
 	kc.Logging.Format = cfg.LogFormat
+	kc.AllowedUnsafeSysctls = cfg.AllowedUnsafeSysctls
 	writeBackServing(kc, cfg.Serving)
 	cl := cfg.Cluster
 	kc.RegisterNode = &cl.RegisterNode

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
@@ -156,8 +157,11 @@ func sandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodS
 	if psc == nil {
 		return lc, nil
 	}
+	// The runtime takes dotted names; a name in the slash form
+	// ("net/ipv4/conf/eth0.100/rp_filter") is turned into it as the kubelet
+	// does (ConvertPodSysctlsVariableToDotsSeparator, with NormalizeName).
 	for _, s := range psc.Sysctls {
-		lc.Sysctls[normalizeSysctlName(s.Name)] = s.Value
+		lc.Sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 	}
 	if psc.RunAsUser != nil {
 		lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
@@ -173,24 +177,4 @@ func sandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodS
 	lc.SecurityContext.SupplementalGroups = groups
 	lc.SecurityContext.SupplementalGroupsPolicy = policy
 	return lc, nil
-}
-
-// normalizeSysctlName turns the slash-separated form of a sysctl name
-// ("net/ipv4/conf/eth0.100/rp_filter") into the dotted one the runtime
-// expects ("net.ipv4.conf.eth0/100.rp_filter"): when '/' comes first it is the
-// separator, and dots inside elements become slashes.
-func normalizeSysctlName(name string) string {
-	i := strings.IndexAny(name, "./")
-	if i < 0 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
 }

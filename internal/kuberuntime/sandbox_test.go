@@ -217,17 +217,3 @@ func TestSandboxConfigRequiresIdentity(t *testing.T) {
 		t.Error("pod without UID accepted")
 	}
 }
-
-func TestNormalizeSysctlName(t *testing.T) {
-	for in, want := range map[string]string{
-		"kernel.shm_rmid_forced":           "kernel.shm_rmid_forced",
-		"net/ipv4/ip_forward":              "net.ipv4.ip_forward",
-		"net/ipv4/conf/eno2.100/rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
-		"net.ipv4.conf.eno2/100.rp_filter": "net.ipv4.conf.eno2/100.rp_filter",
-		"plain":                            "plain",
-	} {
-		if got := normalizeSysctlName(in); got != want {
-			t.Errorf("normalizeSysctlName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
