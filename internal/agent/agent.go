@@ -191,14 +191,16 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		NodeHosts:          nodeHosts,
 		RuntimeName:        rt.name,
 		SeccompProfileRoot: kuberuntime.SeccompProfileRoot(cfg.RootDir),
-		Events:             recorder,
-		Probes:             probeVerdicts{probes},
-		Devices:            devices,
-		DevicePluginWait:   cfg.DevicePluginWait,
-		ParallelImagePulls: cfg.Images.ParallelPulls(),
-		ParallelPodStarts:  parallelPodStarts(goruntime.NumCPU()),
-		Terminal:           terminalPods,
-		Metrics:            workerMetrics,
+		// The status sync posts a deleted pod's final status, then forgets it.
+		KeepDeletedStatuses: cluster != nil,
+		Events:              recorder,
+		Probes:              probeVerdicts{probes},
+		Devices:             devices,
+		DevicePluginWait:    cfg.DevicePluginWait,
+		ParallelImagePulls:  cfg.Images.ParallelPulls(),
+		ParallelPodStarts:   parallelPodStarts(goruntime.NumCPU()),
+		Terminal:            terminalPods,
+		Metrics:             workerMetrics,
 	}
 	if cluster != nil { // standalone pods refer to no API objects
 		deps.Objects = podobjects.New(cluster.client, podobjects.Options{Clock: clk, Log: log.With("component", "podobjects")})
@@ -324,6 +326,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			changed:  statuses.Changed(),
 			static:   loop.staticPods,
 			stopped:  func(uid types.UID) bool { return !workers.Has(uid) && !loop.inRuntime(uid) },
+			forget:   statuses.Delete,
 		}, fromAPI)
 	}
 	bg.Go(func() {

@@ -123,6 +123,7 @@ type clusterDeps struct {
 	changed  <-chan struct{}
 	static   func() ([]*v1.Pod, bool)
 	stopped  func(types.UID) bool
+	forget   func(types.UID)
 }
 
 // start runs the pod informer, the node's registration and status, its
@@ -133,7 +134,7 @@ func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk fullClo
 	cfg := c.cfg
 	syncer := statussync.New(statussync.Options{
 		Client: c.client, NodeName: cfg.NodeName, Pods: c.pods.Lister(),
-		Statuses: d.statuses, Changed: d.changed, Static: d.static, Stopped: d.stopped,
+		Statuses: d.statuses, Changed: d.changed, Static: d.static, Stopped: d.stopped, Forget: d.forget,
 		Clock: clk, Log: c.log.With("component", "statussync"),
 	})
 	c.pods.OnChange(syncer.Trigger)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // minGracePeriod is the kubelet's floor: a container always gets 2 s to stop
@@ -118,6 +119,15 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	if err := w.stopPod(ctx, pod, st, nil, log); err != nil {
 		return err
 	}
+	if pod != nil {
+		// The status after the kill (containers terminated, the phase
+		// terminal) is the pod's last word, as the kubelet's
+		// syncTerminatingPod reports it before the pod goes.
+		if st, err = d.Runtime.PodStatus(ctx, w.uid); err != nil {
+			return fmt.Errorf("read pod status: %w", err)
+		}
+		w.publish(pod, st, true)
+	}
 	var errs []error
 	for _, cs := range st.Containers {
 		if err := d.Runtime.RemoveContainer(ctx, cs.ID); err != nil && !runtime.IsNotFound(err) {
@@ -155,9 +165,16 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 			log.Warn("forgetting the evicted pod failed", "err", err)
 		}
 	}
-	d.Status.Delete(w.uid)
+	if !(d.KeepDeletedStatuses && deletedThroughAPI(pod)) {
+		d.Status.Delete(w.uid)
+	}
 	log.Info("pod removed")
 	return nil
+}
+
+// deletedThroughAPI reports a pod of the API server that it deleted.
+func deletedThroughAPI(pod *v1.Pod) bool {
+	return pod != nil && pod.DeletionTimestamp != nil && !v1helper.IsStaticPod(pod)
 }
 
 func specContainer(pod *v1.Pod, name string) *v1.Container {

@@ -133,6 +133,11 @@ type Deps struct {
 	NodeHosts []byte
 	// RuntimeName prefixes container IDs in the API status ("containerd").
 	RuntimeName string
+	// KeepDeletedStatuses keeps the final status of a pod the API server
+	// deleted after the pod is gone from the runtime, for the status sync
+	// to post before the pod's final deletion; the sync forgets it once the
+	// API server no longer has the pod. Off without an API server.
+	KeepDeletedStatuses bool
 	// SeccompProfileRoot is where Localhost seccomp profiles are read
 	// from: kuberuntime.SeccompProfileRoot of the root dir, as for the
 	// kubelet. Empty refuses every Localhost profile.

@@ -27,6 +27,9 @@ type Plan struct {
 	// Delete are pods deleted through the API server that have stopped:
 	// their final deletion (grace 0).
 	Delete []*v1.Pod
+	// Forget are the final statuses berth keeps of stopped pods that the
+	// API server no longer has: nothing is left to post them to.
+	Forget []types.UID
 }
 
 // Patch is one status to post.
@@ -123,7 +126,26 @@ func Decide(in Inputs) Plan {
 		}
 		p.Delete = append(p.Delete, pod)
 	}
+	p.Forget = forgotten(in)
 	return p
+}
+
+// forgotten lists the pods of the API server whose final status berth
+// keeps after they stopped (the kubelet's status manager keeps it until
+// the pod is gone) and that the API server no longer has.
+func forgotten(in Inputs) []types.UID {
+	live := map[types.UID]bool{}
+	for _, pod := range in.API {
+		live[pod.UID] = true
+	}
+	var out []types.UID
+	for i := range in.Berth {
+		b := &in.Berth[i]
+		if !v1helper.IsStaticPod(b) && !live[b.UID] && in.Stopped(b.UID) {
+			out = append(out, b.UID)
+		}
+	}
+	return out
 }
 
 // configHash is a static pod's content hash, which its mirror carries.

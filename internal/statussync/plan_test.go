@@ -155,3 +155,30 @@ func TestDecideFinalDelete(t *testing.T) {
 		t.Errorf("deleted %v while the runtime has it", names(got))
 	}
 }
+
+// A deleted pod's final status is posted before its final deletion, in the
+// same pass, and forgotten once the API server no longer has the pod.
+func TestDecideFinalStatusThenForget(t *testing.T) {
+	now := metav1.NewTime(time.Now())
+	gone := apiPod("gone", "u1")
+	gone.DeletionTimestamp = &now
+	final := withStatus(gone, v1.PodSucceeded)
+	static := withStatus(staticPod("static", "h1"), v1.PodRunning)
+	running := withStatus(apiPod("running", "u3"), v1.PodRunning)
+	in := Inputs{
+		Berth:   []v1.Pod{final, static, running},
+		API:     []*v1.Pod{gone},
+		Stopped: func(uid types.UID) bool { return uid != "u3" },
+	}
+	plan := Decide(in)
+	if len(plan.Patches) != 1 || plan.Patches[0].Status.Phase != v1.PodSucceeded || names(plan.Delete)[0] != "gone" {
+		t.Errorf("want the final status posted and the pod deleted: %+v", plan)
+	}
+	if len(plan.Forget) != 0 {
+		t.Errorf("forgot %v while the API server still has the pod", plan.Forget)
+	}
+	in.API = nil // the deletion went through
+	if got := Decide(in).Forget; len(got) != 1 || got[0] != "u1" {
+		t.Errorf("forget = %v, want [u1]: not the static pod's, not a running pod's", got)
+	}
+}

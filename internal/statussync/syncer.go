@@ -33,8 +33,11 @@ type Options struct {
 	Static func() ([]*v1.Pod, bool)
 	// Stopped reports a pod berth runs nothing of.
 	Stopped func(types.UID) bool
-	Clock   clock.WithTicker
-	Log     *slog.Logger
+	// Forget drops berth's final status of a pod the API server no longer
+	// has (status.Manager.Delete).
+	Forget func(types.UID)
+	Clock  clock.WithTicker
+	Log    *slog.Logger
 }
 
 // Syncer carries out the plans.
@@ -115,6 +118,9 @@ func (s *Syncer) pass(ctx context.Context) {
 	}
 	for _, p := range plan.Delete {
 		s.deletePod(ctx, p, "pod deleted and stopped")
+	}
+	for _, uid := range plan.Forget {
+		s.o.Forget(uid)
 	}
 	// Forget what was sent for pods the API server no longer has.
 	live := map[types.UID]bool{}

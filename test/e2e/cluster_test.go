@@ -535,6 +535,10 @@ spec:
 		waitDeploymentReady(t, client, "web", 3, 2*time.Minute)
 	})
 
+	t.Run("final status of a deleted pod", func(t *testing.T) {
+		checkFinalStatus(t, cp, client)
+	})
+
 	t.Run("mirror pod", func(t *testing.T) {
 		n1.writeManifest("static.yaml", fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -822,4 +826,49 @@ func checkEphemeralContainer(t *testing.T, cp *cluster.ControlPlane, client kube
 			t.Errorf("the pod's container was disturbed: %+v", st)
 		}
 	}
+}
+
+// checkFinalStatus deletes a pod that a finalizer keeps in the API server:
+// berth stops it and posts its last status (the container terminated with
+// its exit code, the phase terminal) before its final deletion, as the
+// kubelet does; once the finalizer goes, so does the pod.
+func checkFinalStatus(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface) {
+	applyYAML(t, cp, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: held
+  finalizers: [berth.test/hold]
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+    command: ["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]
+`, busybox))
+	pods := client.CoreV1().Pods("default")
+	waitFor(t, 60*time.Second, "pod held running", func() (bool, string) {
+		p, err := pods.Get(context.Background(), "held", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
+	})
+	kubectl(t, cp, "delete", "pod", "held", "--wait=false")
+	waitFor(t, 60*time.Second, "the deleted pod's final status", func() (bool, string) {
+		p, err := pods.Get(context.Background(), "held", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("%+v", p.Status)
+		}
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		return p.Status.Phase == v1.PodSucceeded && term != nil && term.ExitCode == 0, fmt.Sprintf("%s %+v", p.Status.Phase, p.Status.ContainerStatuses[0].State)
+	})
+	kubectl(t, cp, "patch", "pod", "held", "--type=json", `-p=[{"op":"remove","path":"/metadata/finalizers"}]`)
+	waitFor(t, 60*time.Second, "pod held gone", func() (bool, string) {
+		_, err := pods.Get(context.Background(), "held", metav1.GetOptions{})
+		return err != nil, fmt.Sprint(err)
+	})
 }
