@@ -28,6 +28,12 @@ type Options struct {
 	Timestamps bool
 	// TailLines is how many of the last lines to copy; negative means all.
 	TailLines int
+	// Since leaves out the lines the runtime recorded before it (zero: none
+	// left out), counted after TailLines, as in the kubelet's ReadLogs.
+	Since time.Time
+	// LimitBytes stops the copy after that many bytes of output (0: no
+	// limit); reaching it is not an error.
+	LimitBytes int64
 	// Stop is asked while following, once the file is read to its end and
 	// then on every poll: true means the container has exited, so Copy
 	// copies what is left and returns. Nil never stops.
@@ -58,17 +64,49 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 		}
 	}
 
+	if opts.LimitBytes > 0 {
+		w = &limitedWriter{w: w, left: opts.LimitBytes}
+	}
 	c := &copier{
 		path:       path,
 		in:         bufio.NewReaderSize(f, 64<<10),
 		out:        bufio.NewWriterSize(w, 32<<10),
 		timestamps: opts.Timestamps,
+		since:      opts.Since,
 		lineStart:  true,
 	}
 	if !opts.Follow {
-		return c.drain()
+		err = c.drain()
+	} else {
+		err = c.follow(ctx, f, opts)
 	}
-	return c.follow(ctx, f, opts)
+	if errors.Is(err, errLimitReached) {
+		return nil // all that was asked for is written
+	}
+	return err
+}
+
+// errLimitReached ends a copy that wrote LimitBytes.
+var errLimitReached = errors.New("log byte limit reached")
+
+// limitedWriter writes at most left bytes, then fails with
+// errLimitReached: the kubelet's LimitedWriter.
+type limitedWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	var err error
+	if int64(len(p)) > l.left {
+		p, err = p[:l.left], errLimitReached
+	}
+	n, werr := l.w.Write(p)
+	l.left -= int64(n)
+	if werr != nil {
+		return n, werr
+	}
+	return n, err
 }
 
 // follow copies until the container exits, the file goes away or ctx ends.
@@ -156,6 +194,7 @@ type copier struct {
 	in         *bufio.Reader
 	out        *bufio.Writer
 	timestamps bool
+	since      time.Time
 	lineStart  bool
 	// pending holds a raw line read up to the end of the file but not yet
 	// ended by a newline: the runtime may still be writing it.
@@ -214,6 +253,9 @@ func (c *copier) finish() error {
 // next Flush) catches them all.
 func (c *copier) writeLine(line []byte) error {
 	e, ok := parseLine(line)
+	if ok && !c.since.IsZero() && e.time.Before(c.since) {
+		return nil // the kubelet filters each entry by its own time
+	}
 	if !ok {
 		c.lineStart = true
 		c.out.Write(line)

@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/images"
 	"github.com/berth-dev/berth/internal/logs"
@@ -145,6 +147,8 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		Follow:     opts.Follow,
 		Timestamps: opts.Timestamps,
 		TailLines:  tail,
+		Since:      logSince(opts, time.Now()),
+		LimitBytes: ptr.Deref(opts.LimitBytes, 0),
 		Stop:       func() bool { return !s.src.ContainerRunning(containerID) },
 	})
 	switch {
@@ -206,27 +210,67 @@ func containerNames(pod *v1.Pod) []string {
 // is false, "false" or "0" is false, and anything else, even an empty value,
 // is true. Options berth cannot honour yet are refused rather than ignored.
 func parseLogOptions(q url.Values) (*v1.PodLogOptions, error) {
-	for _, unsupported := range []string{"sinceSeconds", "sinceTime", "limitBytes", "stream"} {
-		if q.Has(unsupported) {
-			return nil, fmt.Errorf("%s is not supported yet", unsupported)
-		}
+	// Streams split by stdout/stderr (PodLogsQuerySplitStreams) are not
+	// read apart yet.
+	if q.Has("stream") {
+		return nil, fmt.Errorf("stream is not supported yet")
 	}
 	opts := &v1.PodLogOptions{
 		Follow:     queryBool(q, "follow"),
 		Previous:   queryBool(q, "previous"),
 		Timestamps: queryBool(q, "timestamps"),
 	}
-	if q.Has("tailLines") {
-		n, err := strconv.ParseInt(q.Get("tailLines"), 10, 64)
+	var err error
+	if opts.TailLines, err = queryInt(q, "tailLines", 0); err != nil {
+		return nil, err
+	}
+	if opts.SinceSeconds, err = queryInt(q, "sinceSeconds", 1); err != nil {
+		return nil, err
+	}
+	if opts.LimitBytes, err = queryInt(q, "limitBytes", 1); err != nil {
+		return nil, err
+	}
+	if q.Has("sinceTime") {
+		t, err := time.Parse(time.RFC3339, q.Get("sinceTime"))
 		if err != nil {
-			return nil, fmt.Errorf("tailLines: %q is not a number", q.Get("tailLines"))
+			return nil, fmt.Errorf("sinceTime: %q is not an RFC 3339 time", q.Get("sinceTime"))
 		}
-		if n < 0 {
-			return nil, fmt.Errorf("tailLines: %d must be greater than or equal to 0", n)
-		}
-		opts.TailLines = &n
+		since := metav1.NewTime(t)
+		opts.SinceTime = &since
+	}
+	if opts.SinceSeconds != nil && opts.SinceTime != nil {
+		return nil, fmt.Errorf("sinceSeconds and sinceTime: at most one may be set")
 	}
 	return opts, nil
+}
+
+// queryInt reads an integer parameter that must be at least least, or nil
+// when it is absent.
+func queryInt(q url.Values, name string, least int64) (*int64, error) {
+	if !q.Has(name) {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(q.Get(name), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not a number", name, q.Get(name))
+	}
+	if n < least {
+		return nil, fmt.Errorf("%s: %d must be greater than or equal to %d", name, n, least)
+	}
+	return &n, nil
+}
+
+// logSince is the time before which log lines are left out, as the
+// kubelet's newLogOptions computes it from sinceSeconds or sinceTime; zero
+// for all of them.
+func logSince(opts *v1.PodLogOptions, now time.Time) time.Time {
+	switch {
+	case opts.SinceSeconds != nil:
+		return now.Add(-time.Duration(*opts.SinceSeconds) * time.Second)
+	case opts.SinceTime != nil:
+		return opts.SinceTime.Time
+	}
+	return time.Time{}
 }
 
 func queryBool(q url.Values, name string) bool {

@@ -263,7 +263,10 @@ func TestContainerLogs(t *testing.T) {
 		{name: "runtime error", target: "/containerLogs/default/web/nginx", logErr: errors.New("runtime is down"), wantCode: 500, wantBody: "runtime is down"},
 		{name: "bad tailLines", target: "/containerLogs/default/web/nginx?tailLines=ten", wantCode: 400, wantBody: `tailLines: "ten" is not a number`},
 		{name: "negative tailLines", target: "/containerLogs/default/web/nginx?tailLines=-1", wantCode: 400, wantBody: "tailLines: -1"},
-		{name: "unsupported option", target: "/containerLogs/default/web/nginx?sinceSeconds=10", wantCode: 400, wantBody: "sinceSeconds is not supported yet"},
+		{name: "unsupported option", target: "/containerLogs/default/web/nginx?stream=Stderr", wantCode: 400, wantBody: "stream is not supported yet"},
+		{name: "since time", target: "/containerLogs/default/web/nginx?sinceTime=2024-05-01T10:00:02Z", wantCode: 200, wantBody: "world\n"},
+		{name: "since seconds: the log is years old", target: "/containerLogs/default/web/nginx?sinceSeconds=3600", wantCode: 200, wantBody: ""},
+		{name: "limit bytes", target: "/containerLogs/default/web/nginx?limitBytes=3", wantCode: 200, wantBody: "hel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -300,8 +303,14 @@ func TestParseLogOptions(t *testing.T) {
 		{query: "tailLines=20", want: v1.PodLogOptions{TailLines: ptr.To[int64](20)}},
 		{query: "tailLines=", wantErr: "tailLines"},
 		{query: "tailLines=-5", wantErr: "greater than or equal to 0"},
-		{query: "limitBytes=10", wantErr: "limitBytes is not supported yet"},
-		{query: "sinceTime=2024-01-01T00:00:00Z", wantErr: "sinceTime"},
+		{query: "limitBytes=10", want: v1.PodLogOptions{LimitBytes: ptr.To[int64](10)}},
+		{query: "limitBytes=0", wantErr: "limitBytes: 0 must be greater than or equal to 1"},
+		{query: "sinceSeconds=60", want: v1.PodLogOptions{SinceSeconds: ptr.To[int64](60)}},
+		{query: "sinceSeconds=x", wantErr: "sinceSeconds"},
+		{query: "sinceTime=2024-01-01T00:00:00Z", want: v1.PodLogOptions{SinceTime: &metav1.Time{Time: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+		{query: "sinceTime=yesterday", wantErr: "sinceTime"},
+		{query: "sinceSeconds=1&sinceTime=2024-01-01T00:00:00Z", wantErr: "at most one"},
+		{query: "stream=Stdout", wantErr: "stream is not supported yet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
