@@ -80,8 +80,10 @@ func (l FieldErrors) Unwrap() []error {
 }
 
 // SameContent reports whether two versions of a pod ask the same of the
-// node: spec, labels, annotations and deletion. A change of status alone
-// (berth's own status patches come back through the informer) is none.
+// node: spec, labels, annotations, deletion and the readiness gates'
+// conditions. A change of status alone (berth's own status patches come
+// back through the informer) is none; a gate's condition, set by someone
+// else, decides the pod's Ready.
 func SameContent(a, b *v1.Pod) bool {
 	if a.ResourceVersion == b.ResourceVersion {
 		return true
@@ -89,5 +91,26 @@ func SameContent(a, b *v1.Pod) bool {
 	return apiequality.Semantic.DeepEqual(a.Spec, b.Spec) &&
 		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
 		a.DeletionTimestamp.Equal(b.DeletionTimestamp) &&
-		apiequality.Semantic.DeepEqual(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds)
+		apiequality.Semantic.DeepEqual(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) &&
+		sameGates(a, b)
+}
+
+// sameGates reports whether the conditions a's readiness gates name have
+// the same status in a and b.
+func sameGates(a, b *v1.Pod) bool {
+	for _, g := range a.Spec.ReadinessGates {
+		if gateStatus(a, g.ConditionType) != gateStatus(b, g.ConditionType) {
+			return false
+		}
+	}
+	return true
+}
+
+func gateStatus(pod *v1.Pod, t v1.PodConditionType) v1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
 }

@@ -51,3 +51,37 @@ func TestManifestError(t *testing.T) {
 		}
 	}
 }
+
+// A status change is no news to the node unless it is the condition of a
+// readiness gate, which someone else sets and which decides Ready.
+func TestSameContent(t *testing.T) {
+	base := &v1.Pod{}
+	base.ResourceVersion = "1"
+	base.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+	with := func(change func(*v1.Pod)) *v1.Pod {
+		p := base.DeepCopy()
+		p.ResourceVersion = "2"
+		change(p)
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		next *v1.Pod
+		same bool
+	}{
+		{"same version", base.DeepCopy(), true},
+		{"berth's own status", with(func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }), true},
+		{"another condition", with(func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: "other", Status: v1.ConditionTrue}}
+		}), true},
+		{"a gate's condition", with(func(p *v1.Pod) {
+			p.Status.Conditions = []v1.PodCondition{{Type: "example.com/lb", Status: v1.ConditionTrue}}
+		}), false},
+		{"a label", with(func(p *v1.Pod) { p.Labels = map[string]string{"a": "b"} }), false},
+		{"the spec", with(func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = new(int64) }), false},
+	} {
+		if got := SameContent(base, tc.next); got != tc.same {
+			t.Errorf("%s: SameContent = %v, want %v", tc.name, got, tc.same)
+		}
+	}
+}

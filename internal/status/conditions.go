@@ -136,7 +136,13 @@ func podReadyCondition(pod *v1.Pod, conds []v1.PodCondition, all []v1.ContainerS
 	}
 	var msgs []string
 	for _, gate := range pod.Spec.ReadinessGates {
-		switch c := findCondition(conds, gate.ConditionType); {
+		// A gate's condition is someone else's: it is in the pod's status as
+		// the API server has it, unless it is one of the kubelet's own.
+		c := findCondition(conds, gate.ConditionType)
+		if c == nil {
+			c = findCondition(pod.Status.Conditions, gate.ConditionType)
+		}
+		switch {
 		case c == nil:
 			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(gate.ConditionType)))
 		case c.Status != v1.ConditionTrue:

@@ -106,6 +106,18 @@ func TestConditions(t *testing.T) {
 			},
 		},
 		{
+			name: "readiness gates met by conditions others set in the API server",
+			pod: func() *v1.Pod {
+				p := gated(newPod(v1.RestartPolicyAlways, nil, "a"), "example.com/lb", "example.com/dns")
+				p.Status.Conditions = []v1.PodCondition{
+					{Type: "example.com/lb", Status: v1.ConditionTrue}, {Type: "example.com/dns", Status: v1.ConditionTrue}}
+				return p
+			}(),
+			statuses: []v1.ContainerStatus{ready(running("a"))},
+			phase:    v1.PodRunning,
+			want:     map[v1.PodConditionType]v1.PodCondition{v1.PodReady: {Status: v1.ConditionTrue}},
+		},
+		{
 			name:     "sidecars count for readiness, by started for initialization",
 			pod:      withSidecarPod(newPod(v1.RestartPolicyAlways, nil, "a"), "s"),
 			statuses: []v1.ContainerStatus{startedSidecar("s", false), waiting("a")},
