@@ -210,6 +210,10 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		return after
 	}
 	w.startup.admit(d.Clock.Now(), len(st.Sandboxes) > 0)
+	deadline, stopped := w.checkDeadline(pod)
+	if stopped {
+		return 0
+	}
 	var probes ProbeResults
 	if d.Probes != nil {
 		probes = d.Probes
@@ -228,6 +232,9 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		}
 	}
 	w.publish(pod, st, false)
+	if deadline > 0 && deadline < next {
+		next = deadline
+	}
 	// The kubelet's moment of a pod's start: its phase turns Running.
 	if w.published.Phase == v1.PodRunning {
 		if s, ok := w.startup.running(d.Clock.Now()); ok {

@@ -113,3 +113,40 @@ spec:
 		t.Errorf("id -G = %q: the fsGroup is not among the container's groups", lines[len(want)])
 	}
 }
+
+// A pod past its activeDeadlineSeconds is stopped for good as by the
+// kubelet's activeDeadlineHandler: Failed, reason DeadlineExceeded, its
+// container killed (not restarted), and it stays so.
+func TestActiveDeadline(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("deadline.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  activeDeadlineSeconds: 3
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]
+`, busybox))
+	var p *v1.Pod
+	waitFor(t, 60*time.Second, "the pod stopped for its deadline", func() (bool, string) {
+		p = n.pod("deadline")
+		if p == nil || p.Status.Phase != v1.PodFailed {
+			return false, describe(p)
+		}
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil, describe(p)
+	})
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("status %q: %q, want the kubelet's DeadlineExceeded", p.Status.Reason, p.Status.Message)
+	}
+	if took := p.Status.ContainerStatuses[0].State.Terminated.FinishedAt.Sub(p.Status.StartTime.Time); took < 3*time.Second {
+		t.Errorf("stopped %v after its start, before its 3 s deadline", took)
+	}
+	time.Sleep(3 * time.Second) // a restart would show by now
+	if p = n.pod("deadline"); p.Status.Phase != v1.PodFailed || p.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the pod did not stay stopped: %s", describe(p))
+	}
+}
