@@ -41,7 +41,9 @@ func (m *Manager) PrepareSubPath(volumePath, subPath string) error {
 	if err != nil {
 		return fmt.Errorf("subPath %q: %w", subPath, err)
 	}
-	perm := fi.Mode().Perm()
+	// New directories get the volume root's mode, special bits included,
+	// as the kubelet's SafeMakeDir(subPath, volumePath, GetMode(volumePath)).
+	perm := fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
 	cur := base
 	if clean == "." {
 		return nil
@@ -68,11 +70,12 @@ func (m *Manager) PrepareSubPath(volumePath, subPath string) error {
 	return nil
 }
 
-// makeDirNoFollow creates dir with exactly perm. The mode is set through a
-// descriptor opened without following symlinks, so a symlink swapped in after
-// the mkdir cannot redirect the chmod to a file outside the volume.
+// makeDirNoFollow creates dir with exactly perm (permission bits and the
+// setuid, setgid and sticky bits). The mode is set through a descriptor
+// opened without following symlinks, so a symlink swapped in after the
+// mkdir cannot redirect the chmod to a file outside the volume.
 func makeDirNoFollow(dir string, perm os.FileMode) error {
-	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, perm.Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -84,14 +87,29 @@ func makeDirNoFollow(dir string, perm os.FileMode) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: dir, Err: err}
 	}
-	// Only the permission bits: a setgid bit the directory inherited from a
-	// setgid volume (fsGroup) must stay.
-	if want := st.Mode&^0o777 | uint32(perm); st.Mode&0o7777 != want&0o7777 {
-		if err := unix.Fchmod(fd, want&0o7777); err != nil {
+	// A setgid bit the directory inherited from a setgid volume (fsGroup)
+	// stays even when perm lacks it.
+	if want := st.Mode&unix.S_ISGID | kernelMode(perm); st.Mode&0o7777 != want {
+		if err := unix.Fchmod(fd, want); err != nil {
 			return &os.PathError{Op: "fchmod", Path: dir, Err: err}
 		}
 	}
 	return nil
+}
+
+// kernelMode turns a Go file mode into the bits chmod(2) takes.
+func kernelMode(m os.FileMode) uint32 {
+	out := uint32(m.Perm())
+	if m&os.ModeSetuid != 0 {
+		out |= unix.S_ISUID
+	}
+	if m&os.ModeSetgid != 0 {
+		out |= unix.S_ISGID
+	}
+	if m&os.ModeSticky != 0 {
+		out |= unix.S_ISVTX
+	}
+	return out
 }
 
 func within(base, p string) bool {

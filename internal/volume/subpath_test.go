@@ -116,3 +116,27 @@ func TestWriteHostsFile(t *testing.T) {
 		t.Error("WriteHostsFile accepted a UID with a slash")
 	}
 }
+
+// A subPath directory gets the volume root's mode with its special bits, as
+// the kubelet's SafeMakeDir does: on a tmpfs emptyDir with fsGroup that is
+// setgid and sticky (the upstream spec "nonexistent volume subPath should
+// have the correct mode and owner using FSGroup" expects dgtrwxrwxrwx).
+func TestPrepareSubPathKeepsSpecialBits(t *testing.T) {
+	m, _ := newTestManager(t)
+	vol := filepath.Join(t.TempDir(), "vol")
+	if err := os.Mkdir(vol, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(vol, 0o777|os.ModeSetgid|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PrepareSubPath(vol, "sub/dir"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"sub", "sub/dir"} {
+		fi, err := os.Lstat(filepath.Join(vol, d))
+		if err != nil || fi.Mode() != os.ModeDir|0o777|os.ModeSetgid|os.ModeSticky {
+			t.Errorf("%s: %v, %v; want dgtrwxrwxrwx", d, fi.Mode(), err)
+		}
+	}
+}
