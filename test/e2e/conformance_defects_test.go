@@ -150,3 +150,40 @@ spec:
 		t.Errorf("the pod did not stay stopped: %s", describe(p))
 	}
 }
+
+// A pod being deleted is unready while its container still runs its
+// SIGTERM handler (the upstream spec "should mark readiness on pods to false
+// while pod is in progress of terminating").
+func TestUnreadyWhileTerminating(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("draining.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: draining}
+spec:
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "touch /tmp/ready; trap 'rm -f /tmp/ready; sleep 15; exit 0' TERM; while sleep 1; do :; done"]
+    readinessProbe:
+      exec: {command: ["cat", "/tmp/ready"]}
+      periodSeconds: 1
+      failureThreshold: 1
+`, busybox))
+	n.waitRunning("draining", time.Minute)
+	n.removeManifest("draining.yaml")
+	waitFor(t, 12*time.Second, "the draining pod unready while its container still runs", func() (bool, string) {
+		var p *v1.Pod
+		for _, q := range n.pods() {
+			if q.Name == "draining-"+nodeName && q.DeletionTimestamp != nil {
+				p = &q
+			}
+		}
+		if p == nil {
+			return false, "not shown as terminating"
+		}
+		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		return running && !podReady(p), describe(p)
+	})
+}
