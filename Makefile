@@ -7,7 +7,7 @@ BUSYBOX   ?= /bin/busybox
 # The end-to-end tests need a 2-core CI machine's worth of time; keep well inside 90 min.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build images deps run test unit e2e vet bench clean
+.PHONY: all build images deps run test unit e2e vet bench conformance clean
 
 all: build images
 
@@ -57,6 +57,22 @@ test: deps build vet
 # BENCH_FLAGS passes options, e.g. BENCH_FLAGS="--pods 10 --steady-pods 20".
 bench: deps build
 	$(BIN)/berth-bench --bin $(abspath $(BIN)) --out $(BIN)/bench.json $(BENCH_FLAGS)
+
+# The upstream Kubernetes e2e suite's node conformance specs against two berth
+# nodes joined to the control plane of test/cluster (CONFORMANCE.md). The first
+# run builds e2e.test (about 15 minutes on 2 cores, cached in bin/conformance).
+# FOCUS and SKIP are regexps over the specs' names, LABEL_FILTER replaces the
+# default exclusions, CONFORMANCE_PROCS specs run at once (Serial ones alone);
+# the JUnit reports and summary go to bin/conformance/latest.
+FOCUS        ?=
+SKIP         ?=
+LABEL_FILTER ?=
+CONFORMANCE_TIMEOUT ?= 3h
+CONFORMANCE_PROCS   ?= 4
+conformance: deps build
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-conformance ./test/conformance/cmd/conformance
+	$(BIN)/berth-conformance -berth-bin $(abspath $(BIN)) -busybox $(BUSYBOX) -timeout $(CONFORMANCE_TIMEOUT) -procs $(CONFORMANCE_PROCS) \
+		-focus '$(FOCUS)' -skip '$(SKIP)' -label-filter '$(LABEL_FILTER)'
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,293 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Upstream is the Kubernetes release whose suite and images are built: the
+// version of k8s.io/kubernetes in tools/go.mod.
+const Upstream = "v1.36.3"
+
+// Programs are the upstream programs the conformance run needs, all built
+// from tools/go.mod: the suite itself and the binaries of its test images.
+type Programs struct {
+	E2ETest    string // go test -c k8s.io/kubernetes/test/e2e
+	Agnhost    string // k8s.io/kubernetes/test/images/agnhost, static
+	Nonewprivs string // k8s.io/kubernetes/test/images/nonewprivs, static
+	Ginkgo     string // the ginkgo CLI, which runs e2e.test's specs in parallel
+	Dir        string // the cache directory holding them
+}
+
+// program is one binary of the cache: its file name and how it is built.
+type program struct {
+	name   string
+	static bool                      // CGO_ENABLED=0: an image's binary, run without libc
+	args   func(out string) []string // go command line writing to out
+}
+
+const (
+	e2eName        = "e2e.test"
+	agnhostName    = "agnhost"
+	nonewprivsName = "nnp"
+	ginkgoName     = "ginkgo"
+)
+
+func programs() []program {
+	ld := versionLDFlags(Upstream)
+	return []program{
+		{agnhostName, true, func(out string) []string {
+			return []string{"build", "-o", out, "k8s.io/kubernetes/test/images/agnhost"}
+		}},
+		{nonewprivsName, true, func(out string) []string {
+			return []string{"build", "-o", out, "k8s.io/kubernetes/test/images/nonewprivs"}
+		}},
+		{ginkgoName, false, func(out string) []string {
+			return []string{"build", "-o", out, "github.com/onsi/ginkgo/v2/ginkgo"}
+		}},
+		// The suite runs on the host: built as the control plane is, so
+		// that the two share the go build cache.
+		{e2eName, false, func(out string) []string {
+			return []string{"test", "-c", "-ldflags", ld, "-o", out, "k8s.io/kubernetes/test/e2e"}
+		}},
+	}
+}
+
+// ProgramsIn returns the programs of dir, or an error naming the first one
+// missing or not executable.
+func ProgramsIn(dir string) (Programs, error) {
+	p := Programs{
+		E2ETest:    filepath.Join(dir, e2eName),
+		Agnhost:    filepath.Join(dir, agnhostName),
+		Nonewprivs: filepath.Join(dir, nonewprivsName),
+		Ginkgo:     filepath.Join(dir, ginkgoName),
+		Dir:        dir,
+	}
+	for _, f := range []string{p.E2ETest, p.Agnhost, p.Nonewprivs, p.Ginkgo} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return Programs{}, err
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+			return Programs{}, fmt.Errorf("%s is not an executable file", f)
+		}
+	}
+	return p, nil
+}
+
+// BuildPrograms returns the programs, building them first unless all are
+// in the cache: $BERTH_CONFORMANCE_BIN if set, else
+// <repo>/bin/conformance/programs/<hash of tools/go.mod, go.sum>. The first
+// build takes about 15 minutes on 2 cores (the suite); later runs find the
+// cache. Progress and the go command's output go to log (nil discards them).
+func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	cache := os.Getenv("BERTH_CONFORMANCE_BIN")
+	if p, err := ProgramsIn(cache); cache != "" && err == nil {
+		return p, nil
+	}
+	repo, err := RepoRoot()
+	if err != nil {
+		return Programs{}, err
+	}
+	tools := filepath.Join(repo, "test", "conformance", "tools")
+	if cache == "" {
+		key, err := toolsHash(tools)
+		if err != nil {
+			return Programs{}, err
+		}
+		cache = filepath.Join(repo, "bin", "conformance", "programs", key)
+	}
+	if p, err := ProgramsIn(cache); err == nil {
+		return p, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return Programs{}, fmt.Errorf("create the program cache: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(cache, ".lock"), log)
+	if err != nil {
+		return Programs{}, err
+	}
+	defer unlock()
+	for _, prog := range programs() {
+		if err := buildOne(ctx, tools, cache, prog, log); err != nil {
+			return Programs{}, err
+		}
+	}
+	return ProgramsIn(cache)
+}
+
+// buildOne builds prog into cache unless it is there, through a temporary
+// name so that a killed build leaves no half-written binary.
+func buildOne(ctx context.Context, tools, cache string, prog program, log io.Writer) error {
+	final := filepath.Join(cache, prog.name)
+	if fi, err := os.Stat(final); err == nil && fi.Mode().IsRegular() {
+		return nil
+	}
+	tmp := filepath.Join(cache, "."+prog.name+".tmp")
+	os.Remove(tmp)
+	start := time.Now()
+	note := ""
+	if prog.name == e2eName {
+		note = " (about 15 minutes on 2 cores the first time)"
+	}
+	fmt.Fprintf(log, "conformance: building %s of kubernetes %s%s\n", prog.name, Upstream, note)
+	if err := goRun(ctx, tools, prog.static, log, prog.args(tmp)...); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("install %s: %w", prog.name, err)
+	}
+	fmt.Fprintf(log, "conformance: built %s in %v\n", prog.name, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// RepoRoot is berth's repository: found from this file's path, or from the
+// go command's main module when the path was trimmed.
+func RepoRoot() (string, error) {
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		dir := filepath.Join(filepath.Dir(file), "..", "..")
+		if _, err := os.Stat(filepath.Join(dir, "test", "conformance", "tools", "go.mod")); err == nil {
+			return filepath.Clean(dir), nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the repository (go env GOMOD): %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("find the repository: not inside a Go module")
+	}
+	dir := filepath.Dir(gomod)
+	if _, err := os.Stat(filepath.Join(dir, "test", "conformance", "tools", "go.mod")); err != nil {
+		return "", fmt.Errorf("find the conformance tools module: %w", err)
+	}
+	return dir, nil
+}
+
+// toolsHash names the cache after exactly what the programs are built from.
+func toolsHash(tools string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(tools, f))
+		if err != nil {
+			return "", fmt.Errorf("hash the tools module: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", f, len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// lockFile takes an exclusive flock on path, polling so that ctx can cancel
+// the wait. Closing the file (unlock) releases it.
+func lockFile(ctx context.Context, path string, log io.Writer) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	for waited := false; ; waited = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !waited {
+			fmt.Fprintf(log, "conformance: waiting for another holder of %s\n", path)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("wait for %s: %w", path, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// versionLDFlags stamps the suite with its release, as Kubernetes' own build
+// does, so that its log and --version name it.
+func versionLDFlags(version string) string {
+	major, rest, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	var flags []string
+	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		for _, kv := range [][2]string{{"gitVersion", version}, {"gitMajor", major}, {"gitMinor", minor}, {"gitTreeState", "clean"}} {
+			flags = append(flags, fmt.Sprintf("-X %s.%s=%s", pkg, kv[0], kv[1]))
+		}
+	}
+	return strings.Join(flags, " ")
+}
+
+// goRun runs the go command in the tools module (no go.work), its output
+// to log, and fails with that output's end. A cancelled build takes its
+// whole process group (compilers, linker) down.
+func goRun(ctx context.Context, dir string, static bool, log io.Writer, args ...string) error {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if static {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	cmd.Stdout = io.MultiWriter(log, &out)
+	cmd.Stderr = io.MultiWriter(log, &out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if cmd.Process.Pid <= 1 {
+			return nil
+		}
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
+		}
+		return fmt.Errorf("go %s (in %s): %w\n%s", strings.Join(args, " "), dir, err, lastBytes(out.Bytes(), 4000))
+	}
+	return nil
+}
+
+// lastBytes is the end of b, at most n bytes.
+func lastBytes(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// BuildCurl builds test/conformance/curl, static, into dir.
+func BuildCurl(ctx context.Context, dir string, log io.Writer) (string, error) {
+	repo, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "curl")
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := goRun(ctx, repo, true, log, "build", "-o", out, "./test/conformance/curl"); err != nil {
+		return "", err
+	}
+	return out, nil
+}

@@ -1,0 +1,194 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/test/cluster"
+)
+
+// EnvConfig is what StartEnv needs.
+type EnvConfig struct {
+	Cluster  cluster.Binaries
+	BerthBin string   // directory of berth and berth-pause
+	Images   []string // image tarballs every node imports
+	Nodes    int      // how many berth nodes; 2 if zero
+	Log      io.Writer
+}
+
+// Env is a control plane of test/cluster with berth nodes joined to it.
+type Env struct {
+	CP    *cluster.ControlPlane
+	Nodes []*Node
+	bins  cluster.Binaries
+	dir   string
+	net   *nodeNet
+}
+
+// nodeReadyTimeout bounds a node's start: containerd, the image imports
+// (tens of MB each) and the registration.
+const nodeReadyTimeout = 3 * time.Minute
+
+// StartEnv starts the control plane and the nodes and returns once every
+// Node is Ready. On error everything started is stopped and removed again.
+func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 2
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	dir, err := os.MkdirTemp("/tmp", "berth-conf-cp-")
+	if err != nil {
+		return nil, fmt.Errorf("control plane dir: %w", err)
+	}
+	e := &Env{dir: dir, bins: cfg.Cluster}
+	if err := e.start(ctx, cfg); err != nil {
+		if cerr := e.Stop(); cerr != nil {
+			fmt.Fprintf(cfg.Log, "conformance: %v\n", cerr)
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
+	fmt.Fprintf(cfg.Log, "conformance: starting the control plane in %s\n", e.dir)
+	cp, err := cluster.Start(ctx, cfg.Cluster, e.dir, cluster.Options{})
+	if err != nil {
+		return fmt.Errorf("start the control plane: %w", err)
+	}
+	e.CP = cp
+	if e.net, err = addNodeNet(ctx, cfg.Nodes); err != nil {
+		return fmt.Errorf("the nodes' addresses: %w", err)
+	}
+	base := 2 * rand.IntN(120)
+	for i := range cfg.Nodes {
+		n, err := StartNode(ctx, cp, NodeConfig{
+			Name:     fmt.Sprintf("berth-conf-%d", i+1),
+			IP:       e.net.ips[i],
+			Index:    i,
+			CIDRBase: base,
+			BerthBin: cfg.BerthBin,
+			Images:   cfg.Images,
+		})
+		if err != nil {
+			return err
+		}
+		e.Nodes = append(e.Nodes, n)
+		fmt.Fprintf(cfg.Log, "conformance: started node %s at %s:%d (root %s)\n", n.Name, n.IP, n.Port, n.Root)
+	}
+	for _, n := range e.Nodes {
+		if err := e.waitReady(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitReady waits until n's Node is Ready, failing early when berth exits.
+func (e *Env) waitReady(ctx context.Context, n *Node) error {
+	client, err := e.CP.Client()
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, nodeReadyTimeout)
+	defer cancel()
+	last := "not registered"
+	for {
+		if n.Exited() {
+			return fmt.Errorf("node %s: berth exited during start-up:\n%s", n.Name, n.LogTail(4000))
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		node, err := client.CoreV1().Nodes().Get(cctx, n.Name, metav1.GetOptions{})
+		ccancel()
+		if err == nil && ready(node) {
+			return nil
+		}
+		if err == nil {
+			last = fmt.Sprintf("conditions %v", node.Status.Conditions)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s not Ready (%s): %w\n%s", n.Name, last, ctx.Err(), n.LogTail(4000))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func ready(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Kubeconfig is the admin's kubeconfig, for e2e.test.
+func (e *Env) Kubeconfig() string { return e.CP.AdminKubeconfig() }
+
+// Kubectl is the kubectl built with the control plane.
+func (e *Env) Kubectl() string { return e.bins.Kubectl }
+
+// SaveLogs copies the control plane's and the nodes' logs into dir.
+func (e *Env) SaveLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var errs []error
+	if e.CP != nil {
+		for _, p := range e.CP.Processes() {
+			errs = append(errs, copyFile(p.Log, filepath.Join(dir, filepath.Base(p.Log))))
+		}
+	}
+	for _, n := range e.Nodes {
+		errs = append(errs, copyFile(n.Log, filepath.Join(dir, n.Name+".log")))
+	}
+	return errors.Join(errs...)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s: %w", src, err)
+	}
+	return out.Close()
+}
+
+// Stop stops and removes the nodes, then the control plane, its directory
+// and the nodes' addresses. It keeps going past errors and returns them.
+func (e *Env) Stop() error {
+	var errs []error
+	for i := len(e.Nodes) - 1; i >= 0; i-- {
+		errs = append(errs, e.Nodes[i].Cleanup())
+	}
+	e.Nodes = nil
+	if e.CP != nil {
+		e.CP.Stop()
+	}
+	if e.net != nil {
+		e.net.remove()
+		e.net = nil
+	}
+	errs = append(errs, os.RemoveAll(e.dir))
+	return errors.Join(errs...)
+}

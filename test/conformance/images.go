@@ -1,0 +1,219 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+
+	"github.com/berth-dev/berth/internal/imagebuild"
+)
+
+// Image is one test image the selected specs run, under the exact names of
+// test/utils/image/manifest.go of the upstream release, built locally: no
+// registry is ever asked. Substitute is empty when the image holds what
+// upstream's does (the same program, built from the same sources); else it
+// says what stands in for it.
+type Image struct {
+	Names      []string
+	From       string // what it is built from
+	Substitute string // how it differs from upstream's; empty if it does not
+	build      func(in ImageInputs) (ggcrv1.Image, error)
+}
+
+// ImageInputs are the local files the images are made of.
+type ImageInputs struct {
+	Programs Programs
+	Pause    string // berth's berth-pause binary
+	Busybox  string // a static busybox (Debian's busybox-static)
+	Curl     string // test/conformance/curl, static: agnhost's curl
+}
+
+const e2eRegistry = "registry.k8s.io/e2e-test-images/"
+
+// Images lists what BuildImages writes. Images the selection needs but that
+// are absent on purpose (invalid.registry.k8s.io, the private registry) are
+// in CONFORMANCE.md.
+func Images() []Image {
+	return []Image{
+		{
+			Names: []string{e2eRegistry + "agnhost:2.63.0", e2eRegistry + "agnhost:2.55"},
+			From:  "k8s.io/kubernetes/test/images/agnhost (static) on a busybox userland",
+			Substitute: "busybox instead of alpine; curl is test/conformance/curl, a stand-in for the GETs the suite asks of curl; " +
+				"no dig, iperf, coredns or fake registry; agnhost:2.55 is the same 2.63.0 build under the older tag",
+			build: agnhostImage,
+		},
+		{
+			Names:      []string{e2eRegistry + "busybox:1.37.0-1"},
+			From:       "Debian's busybox-static with an applet symlink each (internal/imagebuild)",
+			Substitute: "busybox 1.35 of Debian 12 under the 1.37.0-1 tag",
+			build:      func(in ImageInputs) (ggcrv1.Image, error) { return imagebuild.BusyboxImage(in.Busybox) },
+		},
+		{
+			Names:      []string{"registry.k8s.io/pause:3.10.2"},
+			From:       "cmd/berth-pause (internal/imagebuild)",
+			Substitute: "berth's own pause program, which does what upstream's does (sleep, reap, exit on SIGTERM/SIGINT)",
+			build:      func(in ImageInputs) (ggcrv1.Image, error) { return imagebuild.PauseImage(in.Pause) },
+		},
+		{
+			Names:      []string{e2eRegistry + "nginx:1.15-4", e2eRegistry + "nginx:1.27-0"},
+			From:       "the busybox image running `httpd -f -p 80`",
+			Substitute: "busybox httpd on port 80 stands in for nginx: the specs only need a long-running server with sh",
+			build:      nginxImage,
+		},
+		{
+			Names:      []string{e2eRegistry + "glibc-dns-testing:2.0.0"},
+			From:       "the busybox image",
+			Substitute: "busybox's hostname and sh instead of Debian's glibc tools: the hostname-override specs run `hostname` and `hostname -f`",
+			build:      func(in ImageInputs) (ggcrv1.Image, error) { return imagebuild.BusyboxImage(in.Busybox) },
+		},
+		{
+			Names:      []string{e2eRegistry + "nonroot:1.5"},
+			From:       "the busybox image with USER 1234",
+			Substitute: "busybox userland instead of debian-base; the same USER 1234",
+			build:      nonrootImage,
+		},
+		{
+			Names:      []string{e2eRegistry + "nonewprivs:1.4"},
+			From:       "k8s.io/kubernetes/test/images/nonewprivs (static, setuid root) on a busybox userland",
+			Substitute: "busybox userland instead of alpine",
+			build:      nonewprivsImage,
+		},
+	}
+}
+
+// BuildImages writes each image as docker-archive tarballs into dir, one
+// per name (berth imports every *.tar of its images dir with its tags).
+// It returns the tarballs' paths.
+func BuildImages(in ImageInputs, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("images: %w", err)
+	}
+	var files []string
+	for _, im := range Images() {
+		img, err := im.build(in)
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", im.Names[0], err)
+		}
+		for _, name := range im.Names {
+			f := filepath.Join(dir, tarballName(name))
+			if err := imagebuild.WriteTarball(f, name, img); err != nil {
+				return nil, fmt.Errorf("image %s: %w", name, err)
+			}
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// tarballName is a file name for an image name: registry.k8s.io/pause:3.10.2
+// becomes pause-3.10.2.tar.
+func tarballName(name string) string {
+	base := name[strings.LastIndex(name, "/")+1:]
+	return strings.ReplaceAll(base, ":", "-") + ".tar"
+}
+
+// onBusybox is the busybox image with files added as a second layer (a file
+// there replaces the busybox layer's of the same path) and cfg applied to
+// its configuration.
+func onBusybox(busybox string, files []imagebuild.File, cfg func(*ggcrv1.Config)) (ggcrv1.Image, error) {
+	base, err := imagebuild.BusyboxImage(busybox)
+	if err != nil {
+		return nil, err
+	}
+	img := base
+	if len(files) > 0 {
+		top, err := imagebuild.Build(files, ggcrv1.Config{})
+		if err != nil {
+			return nil, err
+		}
+		layers, err := top.Layers()
+		if err != nil {
+			return nil, fmt.Errorf("layers: %w", err)
+		}
+		if img, err = mutate.AppendLayers(base, layers...); err != nil {
+			return nil, fmt.Errorf("append layer: %w", err)
+		}
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("config file: %w", err)
+	}
+	c := cf.Config
+	cfg(&c)
+	return mutate.Config(img, c)
+}
+
+// userFiles are /etc/passwd and /etc/group with busybox's root and nobody
+// plus the extra lines given.
+func userFiles(passwd, group string) []imagebuild.File {
+	return []imagebuild.File{
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\n" +
+			"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n" + passwd)},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnobody:x:65534:\n" + group)},
+	}
+}
+
+// agnhostImage follows upstream's Dockerfile: /agnhost as the entrypoint
+// with pause as its default command, /agnhost-2 linked to it for the
+// entrypoint tests, /uploads for netexec, and user-defined-in-image (uid
+// 1000) in group-defined-in-image (gid 50000) for the supplemental groups
+// specs; and a curl, which the suite runs in agnhost containers (hooks,
+// networking).
+func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
+	data, err := os.ReadFile(in.Programs.Agnhost)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
+	}
+	curl, err := os.ReadFile(in.Curl)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: curl: %w", err)
+	}
+	files := append(userFiles(
+		"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
+		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n"),
+		imagebuild.File{Path: "/agnhost", Mode: 0o755, Data: data},
+		imagebuild.File{Path: "/agnhost-2", Linkname: "agnhost"},
+		imagebuild.File{Path: "/usr/bin/curl", Mode: 0o755, Data: curl},
+		imagebuild.File{Path: "/uploads", Dir: true},
+		imagebuild.File{Path: "/home/user-defined-in-image", Dir: true},
+	)
+	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
+		c.Entrypoint = []string{"/agnhost"}
+		c.Cmd = []string{"pause"}
+		c.ExposedPorts = map[string]struct{}{"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {}}
+	})
+}
+
+// nginxImage serves an index page on port 80 with busybox's httpd.
+func nginxImage(in ImageInputs) (ggcrv1.Image, error) {
+	files := []imagebuild.File{
+		{Path: "/usr/share/nginx/html/index.html", Mode: 0o644, Data: []byte("<html><body>berth's nginx stand-in</body></html>\n")},
+	}
+	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
+		c.Cmd = []string{"httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"}
+		c.ExposedPorts = map[string]struct{}{"80/tcp": {}}
+	})
+}
+
+// nonrootImage runs as uid 1234 by default, as upstream's does.
+func nonrootImage(in ImageInputs) (ggcrv1.Image, error) {
+	return onBusybox(in.Busybox, nil, func(c *ggcrv1.Config) { c.User = "1234" })
+}
+
+// nonewprivsImage holds nnp setuid root: it prints its effective uid, which
+// stays the caller's when no_new_privs is set.
+func nonewprivsImage(in ImageInputs) (ggcrv1.Image, error) {
+	data, err := os.ReadFile(in.Programs.Nonewprivs)
+	if err != nil {
+		return nil, fmt.Errorf("nonewprivs: %w", err)
+	}
+	files := []imagebuild.File{{Path: "/usr/local/bin/nnp", Mode: 0o4755, Data: data}}
+	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
+		c.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		c.Cmd = []string{"nnp"}
+	})
+}

@@ -1,0 +1,79 @@
+package conformance
+
+import "strings"
+
+// Pass is one run of e2e.test: the specs its filters select. Specs
+// labelled Serial get a pass of their own, after the others, run one at a
+// time.
+type Pass struct {
+	Name        string
+	LabelFilter string   // --ginkgo.label-filter; empty for none
+	Focus       []string // --ginkgo.focus, each a regexp; any may match
+	Skip        []string // --ginkgo.skip, each a regexp; any excludes
+	Serial      bool     // its specs must run one at a time
+}
+
+// Exclusion is a Ginkgo label the default selection never runs, and why.
+type Exclusion struct{ Label, Reason string }
+
+// Exclusions are left out of every pass unless the caller's label filter
+// replaces them. CONFORMANCE.md lists the same.
+func Exclusions() []Exclusion {
+	return []Exclusion{
+		{"Disruptive", "restarts or breaks nodes and control-plane components; never run on a shared machine"},
+		{"Flaky", "upstream marks the spec unreliable"},
+		{"Slow", "minutes each by design (up to 27 min); run them with FOCUS and LABEL_FILTER"},
+		{"Feature", "needs a cluster feature or add-on beyond base conformance (Feature:* labels)"},
+		{"Alpha", "needs an alpha feature gate, off in the control plane"},
+		{"BetaOffByDefault", "needs a beta feature gate that is off by default"},
+	}
+}
+
+// excludeFilter is the label filter that drops every exclusion. Feature
+// labels carry a value (Feature:SELinux), hence the key query.
+func excludeFilter() string {
+	var parts []string
+	for _, e := range Exclusions() {
+		if e.Label == "Feature" {
+			parts = append(parts, "Feature: isEmpty")
+			continue
+		}
+		parts = append(parts, "!"+e.Label)
+	}
+	return strings.Join(parts, " && ")
+}
+
+// Selection is what the user asks for: regexps over the specs' full
+// names, and a label filter that replaces the default exclusions.
+type Selection struct {
+	Focus       string // empty: the default selection
+	Skip        string
+	LabelFilter string // empty: excludeFilter()
+}
+
+// Passes turns s into e2e.test runs. The default selection is every
+// NodeConformance spec, then every sig-node Conformance spec that is not
+// also NodeConformance, then the Serial specs of both.
+func (s Selection) Passes() []Pass {
+	filter := s.LabelFilter
+	if filter == "" {
+		filter = excludeFilter()
+	}
+	var skip []string
+	if s.Skip != "" {
+		skip = []string{s.Skip}
+	}
+	and := func(parts ...string) string { return "(" + strings.Join(parts, ") && (") + ")" }
+	if s.Focus != "" {
+		return []Pass{
+			{Name: "focus", LabelFilter: and(filter, "!Serial"), Focus: []string{s.Focus}, Skip: skip},
+			{Name: "focus-serial", LabelFilter: and(filter, "Serial"), Focus: []string{s.Focus}, Skip: skip, Serial: true},
+		}
+	}
+	const nodeConf, sigNodeConf = "NodeConformance", "sig-node && Conformance"
+	return []Pass{
+		{Name: "node-conformance", LabelFilter: and(filter, nodeConf, "!Serial"), Skip: skip},
+		{Name: "sig-node-conformance", LabelFilter: and(filter, sigNodeConf, "!NodeConformance", "!Serial"), Skip: skip},
+		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+")", "Serial"), Skip: skip, Serial: true},
+	}
+}

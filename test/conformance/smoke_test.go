@@ -1,0 +1,297 @@
+package conformance
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// optOut is the one way to skip the smoke test: `make test` never sets it.
+const optOut = "BERTH_SKIP_CONFORMANCE"
+
+// smokeSpecs are a few upstream conformance specs, each of a different part
+// of a kubelet's job, all of which berth passes: a pod runs and reports its
+// host IP, an HTTP liveness probe restarts agnhost, init containers run in
+// order, runAsUser, an emptyDir on tmpfs, and the downward API.
+var smokeSpecs = []string{
+	"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]",
+	"[sig-node] Probing container should be restarted with a /healthz http liveness probe [NodeConformance] [Conformance]",
+	"[sig-node] InitContainer [NodeConformance] should invoke init containers on a RestartNever pod [Conformance]",
+	"[sig-node] Security Context When creating a container with runAsUser should run the container with uid 65534 [LinuxOnly] [NodeConformance] [Conformance]",
+	"[sig-storage] EmptyDir volumes should support (root,0644,tmpfs) [LinuxOnly] [NodeConformance] [Conformance]",
+	"[sig-node] Downward API should provide pod name, namespace and IP address as env vars [NodeConformance] [Conformance]",
+}
+
+// smokeFocus matches exactly the smoke specs. Ginkgo matches focus
+// against more than the name (it neither starts nor ends there), so the
+// names are not anchored, only bounded at their end.
+func smokeFocus() string {
+	quoted := make([]string, len(smokeSpecs))
+	for i, s := range smokeSpecs {
+		quoted[i] = regexp.QuoteMeta(s) + `(\s|$)`
+	}
+	return strings.Join(quoted, "|")
+}
+
+// TestSmoke runs the smoke specs of the upstream suite against two berth
+// nodes, as `make conformance` runs the whole selection: it fails when
+// anything it needs cannot be built or started, and when any spec fails or
+// is missing. The first run builds e2e.test (about 15 minutes on 2 cores).
+func TestSmoke(t *testing.T) {
+	if os.Getenv(optOut) != "" {
+		t.Skipf("%s is set", optOut)
+	}
+	checkHost(t)
+	bin := berthBin(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
+	defer cancel()
+	// Stop in time to interrupt the suite and clean up before go test's
+	// -timeout panics, which would leave the nodes running.
+	if deadline, ok := t.Deadline(); ok {
+		var cancelEarly context.CancelFunc
+		ctx, cancelEarly = context.WithDeadline(ctx, deadline.Add(-3*time.Minute))
+		defer cancelEarly()
+	}
+	var log strings.Builder
+	s, err := Run(ctx, Config{
+		BerthBin:  bin,
+		Busybox:   "/bin/busybox",
+		OutDir:    t.TempDir(),
+		Selection: Selection{Focus: smokeFocus()},
+		Timeout:   15 * time.Minute,
+		Procs:     3,
+		Log:       &log,
+	})
+	var sum strings.Builder
+	s.WriteText(&sum, true)
+	if err != nil {
+		t.Fatalf("conformance run: %v\n%s\nlog:\n%s", err, sum.String(), lastBytes([]byte(log.String()), 20000))
+	}
+	t.Logf("\n%s", sum.String())
+	if !s.OK() {
+		t.Errorf("smoke specs failed:\n%s", lastBytes([]byte(log.String()), 20000))
+	}
+	passed := map[string]bool{}
+	for _, p := range s.Passes {
+		for _, sp := range p.Specs {
+			passed[strings.TrimPrefix(sp.Name, "[It] ")] = sp.State == "passed"
+		}
+	}
+	for _, want := range smokeSpecs {
+		if !passed[want] {
+			t.Errorf("spec did not pass (or did not run): %s", want)
+		}
+	}
+}
+
+// checkHost fails unless the host can run berth nodes.
+func checkHost(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("the conformance smoke test must run as root (it runs berth nodes); set %s=1 to skip it", optOut)
+	}
+	for _, tool := range []string{"containerd", "runc", "iptables", "ip", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed (make deps installs it): %v", tool, err)
+		}
+	}
+	for _, f := range []string{"/usr/lib/cni/bridge", "/bin/busybox"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s is missing (make deps installs it): %v", f, err)
+		}
+	}
+}
+
+// berthBin is $BERTH_BIN (make test sets it), else berth and berth-pause
+// built into a temporary directory.
+func berthBin(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("BERTH_BIN"); dir != "" {
+		return dir
+	}
+	repo, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"berth", "berth-pause"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	return dir
+}
+
+// TestSelection checks the passes the default selection and a focus make.
+func TestSelection(t *testing.T) {
+	def := Selection{}.Passes()
+	if len(def) != 3 || def[0].Name != "node-conformance" || def[2].Name != "serial" {
+		t.Fatalf("default passes = %+v", def)
+	}
+	for _, p := range def {
+		for _, e := range Exclusions() {
+			if e.Label != "Feature" && !strings.Contains(p.LabelFilter, "!"+e.Label) {
+				t.Errorf("pass %s does not exclude %s: %s", p.Name, e.Label, p.LabelFilter)
+			}
+		}
+		if !strings.Contains(p.LabelFilter, "Feature: isEmpty") {
+			t.Errorf("pass %s does not exclude Feature labels: %s", p.Name, p.LabelFilter)
+		}
+	}
+	if def[0].Serial || def[1].Serial || !def[2].Serial {
+		t.Errorf("only the serial pass is Serial: %+v", def)
+	}
+	focus := Selection{Focus: "x", Skip: "y", LabelFilter: "Slow"}.Passes()
+	if len(focus) != 2 || focus[0].Focus[0] != "x" || focus[1].Skip[0] != "y" ||
+		focus[0].LabelFilter != "(Slow) && (!Serial)" || focus[1].LabelFilter != "(Slow) && (Serial)" {
+		t.Errorf("focus passes = %+v", focus)
+	}
+	if f := smokeFocus(); !regexp.MustCompile(f).MatchString(smokeSpecs[4]) {
+		t.Errorf("smoke focus %q does not match %q", f, smokeSpecs[4])
+	}
+}
+
+// TestCommand checks that parallel passes go through the ginkgo CLI and
+// serial ones run e2e.test alone.
+func TestCommand(t *testing.T) {
+	c := RunConfig{E2ETest: "/c/e2e.test", Ginkgo: "/c/ginkgo", Procs: 4, Timeout: time.Hour}
+	bin, args := c.Command(Pass{Name: "p", LabelFilter: "NodeConformance"}, "/out")
+	got := bin + " " + strings.Join(args, " ")
+	if !strings.HasPrefix(got, "/c/ginkgo --procs=4 ") || !strings.Contains(got, " --label-filter=NodeConformance /c/e2e.test -- --provider=local") {
+		t.Errorf("parallel pass: %s", got)
+	}
+	bin, args = c.Command(Pass{Name: "s", LabelFilter: "Serial", Serial: true}, "/out")
+	got = bin + " " + strings.Join(args, " ")
+	if !strings.HasPrefix(got, "/c/e2e.test --provider=local") || !strings.Contains(got, " --ginkgo.label-filter=Serial") {
+		t.Errorf("serial pass: %s", got)
+	}
+}
+
+// TestReadJUnit reads a report as ginkgo writes it: specs left out by the
+// filters are dropped, suite nodes count only when they fail.
+func TestReadJUnit(t *testing.T) {
+	const report = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="5" disabled="2" errors="0" failures="1" time="12">
+  <testsuite name="Kubernetes e2e suite" package="/" tests="5" disabled="2" skipped="0" errors="0" failures="1" time="12">
+    <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1"></testcase>
+    <testcase name="[It] [sig-node] a passes [NodeConformance]" classname="Kubernetes e2e suite" status="passed" time="2"></testcase>
+    <testcase name="[It] [sig-node] b fails [NodeConformance]" classname="Kubernetes e2e suite" status="failed" time="3"><failure type="failed">boom
+at x.go:1</failure></testcase>
+    <testcase name="[It] [sig-node] c skips itself [NodeConformance]" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped - needs 3 nodes"></skipped></testcase>
+    <testcase name="[It] [sig-apps] d not selected" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
+  </testsuite>
+</testsuites>`
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadJUnit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%d/%d/%d %q", r.Passed(), r.Failed(), r.Skipped(), r.SuiteError)
+	if got != `1/1/1 ""` {
+		t.Errorf("passed/failed/skipped = %s, want 1/1/1", got)
+	}
+	if len(r.Specs) != 3 || r.Specs[1].Message != "boom\nat x.go:1" || r.Specs[2].Message != "needs 3 nodes" {
+		t.Errorf("specs = %+v", r.Specs)
+	}
+}
+
+// TestImages builds the images from stand-in binaries and checks what the
+// specs rely on: the upstream names, agnhost's entrypoint, nonroot's user
+// and nnp's setuid bit.
+func TestImages(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "fake")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake}, Pause: fake, Busybox: "/bin/busybox", Curl: fake}
+	files, err := BuildImages(in, filepath.Join(dir, "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	want := "agnhost-2.63.0.tar agnhost-2.55.tar busybox-1.37.0-1.tar pause-3.10.2.tar nginx-1.15-4.tar nginx-1.27-0.tar glibc-dns-testing-2.0.0.tar nonroot-1.5.tar nonewprivs-1.4.tar"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("tarballs = %s, want %s", got, want)
+	}
+	for _, im := range Images() {
+		img, err := im.build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cf.Config
+		switch im.Names[0] {
+		case e2eRegistry + "agnhost:2.63.0":
+			if strings.Join(c.Entrypoint, " ") != "/agnhost" || strings.Join(c.Cmd, " ") != "pause" {
+				t.Errorf("agnhost entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
+			}
+		case e2eRegistry + "nonroot:1.5":
+			if c.User != "1234" {
+				t.Errorf("nonroot user %q", c.User)
+			}
+		case e2eRegistry + "nonewprivs:1.4":
+			if strings.Join(c.Cmd, " ") != "nnp" {
+				t.Errorf("nonewprivs cmd %q", c.Cmd)
+			}
+			if mode := fileMode(t, img, "usr/local/bin/nnp"); mode&0o4000 == 0 {
+				t.Errorf("nnp mode %#o, want setuid", mode)
+			}
+		}
+	}
+}
+
+// fileMode is the mode of path in the topmost layer of img that has it.
+func fileMode(t *testing.T, img ggcrv1.Image, path string) int64 {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mode := int64(-1)
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Name == path {
+				mode = h.Mode
+			}
+		}
+		rc.Close()
+	}
+	if mode < 0 {
+		t.Fatalf("%s is in no layer", path)
+	}
+	return mode
+}
