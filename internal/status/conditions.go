@@ -35,6 +35,7 @@ func (g *generator) conditions(all []v1.ContainerStatus, phase v1.PodPhase) []v1
 	)
 	for i := range out {
 		out[i].LastTransitionTime = transitionTime(out[i], g.old.Conditions, g.in.Now)
+		out[i].ObservedGeneration = pod.Generation
 	}
 	return out
 }

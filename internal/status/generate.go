@@ -95,6 +95,11 @@ func Generate(in Input) v1.PodStatus {
 	s.Conditions = g.conditions(all, s.Phase)
 	g.setNetwork(&s)
 
+	// The spec generation this status reflects (PodObservedGenerationTracking,
+	// on by default since Kubernetes 1.34): a client waiting on an update
+	// of the pod knows when the node has seen it.
+	s.ObservedGeneration = pod.Generation
+
 	s.StartTime = g.old.StartTime.DeepCopy()
 	if s.StartTime == nil || s.StartTime.IsZero() {
 		start := metav1.NewTime(in.Now)

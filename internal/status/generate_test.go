@@ -709,3 +709,20 @@ func TestGenerateEphemeral(t *testing.T) {
 		t.Errorf("ephemeral containers changed the pod: phase %s, %+v", s.Phase, s.Conditions)
 	}
 }
+
+// The status and every condition the kubelet owns carry the generation of
+// the spec they reflect (PodObservedGenerationTracking).
+func TestGenerateObservedGeneration(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, nil, "app")
+	pod.Generation = 3
+	s := Generate(input(pod, runtimeOf([]container.SandboxStatus{readySandbox("10.88.0.5")},
+		ctr("app", "a1", container.StateRunning, 1, 0))))
+	if s.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration = %d, want 3", s.ObservedGeneration)
+	}
+	for _, c := range s.Conditions {
+		if c.ObservedGeneration != 3 {
+			t.Errorf("condition %s: observedGeneration = %d, want 3", c.Type, c.ObservedGeneration)
+		}
+	}
+}

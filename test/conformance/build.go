@@ -28,8 +28,15 @@ type Programs struct {
 	Agnhost    string // k8s.io/kubernetes/test/images/agnhost, static
 	Nonewprivs string // k8s.io/kubernetes/test/images/nonewprivs, static
 	Ginkgo     string // the ginkgo CLI, which runs e2e.test's specs in parallel
+	// AgnhostTLS holds localhost.crt and localhost.key, the pair upstream's
+	// agnhost image carries at / (from agnhost's porter sources) for
+	// netexec's HTTPS.
+	AgnhostTLS string
 	Dir        string // the cache directory holding them
 }
+
+// agnhostTLSFiles are the files of Programs.AgnhostTLS.
+var agnhostTLSFiles = []string{"localhost.crt", "localhost.key"}
 
 // program is one binary of the cache: its file name and how it is built.
 type program struct {
@@ -73,6 +80,7 @@ func ProgramsIn(dir string) (Programs, error) {
 		Agnhost:    filepath.Join(dir, agnhostName),
 		Nonewprivs: filepath.Join(dir, nonewprivsName),
 		Ginkgo:     filepath.Join(dir, ginkgoName),
+		AgnhostTLS: dir,
 		Dir:        dir,
 	}
 	for _, f := range []string{p.E2ETest, p.Agnhost, p.Nonewprivs, p.Ginkgo} {
@@ -82,6 +90,11 @@ func ProgramsIn(dir string) (Programs, error) {
 		}
 		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			return Programs{}, fmt.Errorf("%s is not an executable file", f)
+		}
+	}
+	for _, f := range agnhostTLSFiles {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return Programs{}, err
 		}
 	}
 	return p, nil
@@ -128,7 +141,33 @@ func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
 			return Programs{}, err
 		}
 	}
+	if err := copyAgnhostTLS(ctx, tools, cache); err != nil {
+		return Programs{}, err
+	}
 	return ProgramsIn(cache)
+}
+
+// copyAgnhostTLS copies agnhost's porter/localhost.{crt,key} from the
+// kubernetes module the tools module pins into cache.
+func copyAgnhostTLS(ctx context.Context, tools, cache string) error {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes")
+	cmd.Dir = tools
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("find the kubernetes module's sources (go list -m): %w", err)
+	}
+	porter := filepath.Join(strings.TrimSpace(string(out)), "test", "images", "agnhost", "porter")
+	for _, f := range agnhostTLSFiles {
+		data, err := os.ReadFile(filepath.Join(porter, f))
+		if err != nil {
+			return fmt.Errorf("agnhost's TLS pair: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(cache, f), data, 0o644); err != nil {
+			return fmt.Errorf("agnhost's TLS pair: %w", err)
+		}
+	}
+	return nil
 }
 
 // buildOne builds prog into cache unless it is there, through a temporary

@@ -161,8 +161,9 @@ func userFiles(passwd, group string) []imagebuild.File {
 // with pause as its default command, /agnhost-2 linked to it for the
 // entrypoint tests, /uploads for netexec, and user-defined-in-image (uid
 // 1000) in group-defined-in-image (gid 50000) for the supplemental groups
-// specs; and a curl, which the suite runs in agnhost containers (hooks,
-// networking).
+// specs; the localhost.crt and .key netexec serves HTTPS with; and a curl
+// and a /bin/bash (ash), which the suite runs in agnhost containers (hooks,
+// networking, probes).
 func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	data, err := os.ReadFile(in.Programs.Agnhost)
 	if err != nil {
@@ -172,15 +173,26 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agnhost: curl: %w", err)
 	}
+	var tls []imagebuild.File
+	for _, f := range agnhostTLSFiles {
+		pem, err := os.ReadFile(filepath.Join(in.Programs.AgnhostTLS, f))
+		if err != nil {
+			return nil, fmt.Errorf("agnhost: %w", err)
+		}
+		tls = append(tls, imagebuild.File{Path: "/" + f, Mode: 0o644, Data: pem})
+	}
 	files := append(userFiles(
 		"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
 		"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n"),
+		// Specs run `/bin/bash -c` scripts that ash runs as well.
+		imagebuild.File{Path: "/bin/bash", Mode: 0o755, Data: []byte("#!/bin/sh\nexec /bin/sh \"$@\"\n")},
 		imagebuild.File{Path: "/agnhost", Mode: 0o755, Data: data},
 		imagebuild.File{Path: "/agnhost-2", Linkname: "agnhost"},
 		imagebuild.File{Path: "/usr/bin/curl", Mode: 0o755, Data: curl},
 		imagebuild.File{Path: "/uploads", Dir: true},
 		imagebuild.File{Path: "/home/user-defined-in-image", Dir: true},
 	)
+	files = append(files, tls...)
 	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
 		c.Entrypoint = []string{"/agnhost"}
 		c.Cmd = []string{"pause"}
