@@ -21,8 +21,11 @@ const optOut = "BERTH_SKIP_CONFORMANCE"
 // smokeSpecs are a few upstream conformance specs, each of a different part
 // of a kubelet's job, all of which berth passes: a pod runs and reports its
 // host IP, an HTTP liveness probe restarts agnhost, init containers run in
-// order, runAsUser, an emptyDir on tmpfs, and the downward API.
+// order, a sidecar's startup probe, runAsUser, runAsNonRoot against an image
+// without a user, an emptyDir on tmpfs, and the downward API.
 var smokeSpecs = []string{
+	"[sig-node] [NodeConformance] [FeatureGate:SidecarContainers] Probing restartable init container should be ready immediately after startupProbe succeeds",
+	"[sig-node] Security Context When creating a container with runAsNonRoot [NodeConformance] should not run without a specified user ID",
 	"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]",
 	"[sig-node] Probing container should be restarted with a /healthz http liveness probe [NodeConformance] [Conformance]",
 	"[sig-node] InitContainer [NodeConformance] should invoke init containers on a RestartNever pod [Conformance]",
