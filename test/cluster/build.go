@@ -83,7 +83,7 @@ func Build(ctx context.Context, log io.Writer) (Binaries, error) {
 		return Binaries{}, err
 	}
 	if cache == "" {
-		key, err := toolsHash(tools)
+		key, err := ToolsHash(tools)
 		if err != nil {
 			return Binaries{}, err
 		}
@@ -101,7 +101,7 @@ func Build(ctx context.Context, log io.Writer) (Binaries, error) {
 	}
 	// go test runs packages in parallel: one build at a time, and whoever
 	// waited uses what the other built.
-	unlock, err := lockDir(ctx, cache, log)
+	unlock, err := LockDir(ctx, cache, log)
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -141,9 +141,10 @@ func toolsDir(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
-// toolsHash names a cache directory after exactly what the binaries are
-// built from.
-func toolsHash(tools string) (string, error) {
+// ToolsHash names a cache directory after exactly what the binaries of
+// the Go module in dir are built from: its go.mod and go.sum.
+func ToolsHash(dir string) (string, error) {
+	tools := dir
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join(tools, f))
@@ -156,9 +157,9 @@ func toolsHash(tools string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
-// lockDir takes an exclusive flock on dir/.lock, polling so that ctx can
-// cancel the wait.
-func lockDir(ctx context.Context, dir string, log io.Writer) (unlock func(), err error) {
+// LockDir takes an exclusive flock on dir/.lock, polling so that ctx can
+// cancel the wait: one build into a cache directory at a time.
+func LockDir(ctx context.Context, dir string, log io.Writer) (unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func lockDir(ctx context.Context, dir string, log io.Writer) (unlock func(), err
 			return nil, fmt.Errorf("lock %s: %w", dir, err)
 		}
 		if !waited {
-			fmt.Fprintf(log, "cluster: waiting for another build of the control-plane binaries into %s\n", dir)
+			fmt.Fprintf(log, "waiting for another build into %s\n", dir)
 			waited = true
 		}
 		select {
@@ -206,7 +207,7 @@ func build(ctx context.Context, tools, cache string, log io.Writer) error {
 	}
 	start := time.Now()
 	fmt.Fprintf(log, "cluster: building kubernetes %s and etcd into %s (many minutes the first time)\n", version, cache)
-	ldflags := versionLDFlags(version)
+	ldflags := VersionLDFlags(version)
 	args := []string{"build", "-ldflags", ldflags, "-o", tmp + "/"} // DIR/: each binary named after its package
 	for _, t := range kubeTools() {
 		args = append(args, t.pkg)
@@ -226,10 +227,10 @@ func build(ctx context.Context, tools, cache string, log io.Writer) error {
 	return nil
 }
 
-// versionLDFlags stamps the binaries with their release, as Kubernetes' own
+// VersionLDFlags stamps binaries with their release, as Kubernetes' own
 // build does, so that /version and kubectl version report it rather than
 // v0.0.0-master.
-func versionLDFlags(version string) string {
+func VersionLDFlags(version string) string {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	var flags []string

@@ -3,8 +3,6 @@ package conformance
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/test/cluster"
 )
 
 // Upstream is the Kubernetes release whose suite and images are built: the
@@ -53,7 +53,7 @@ const (
 )
 
 func programs() []program {
-	ld := versionLDFlags(Upstream)
+	ld := cluster.VersionLDFlags(Upstream)
 	return []program{
 		{agnhostName, true, func(out string) []string {
 			return []string{"build", "-o", out, "k8s.io/kubernetes/test/images/agnhost"}
@@ -119,7 +119,7 @@ func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
 	}
 	tools := filepath.Join(repo, "test", "conformance", "tools")
 	if cache == "" {
-		key, err := toolsHash(tools)
+		key, err := cluster.ToolsHash(tools)
 		if err != nil {
 			return Programs{}, err
 		}
@@ -131,7 +131,7 @@ func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return Programs{}, fmt.Errorf("create the program cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(cache, ".lock"), log)
+	unlock, err := cluster.LockDir(ctx, cache, log)
 	if err != nil {
 		return Programs{}, err
 	}
@@ -220,62 +220,6 @@ func RepoRoot() (string, error) {
 		return "", fmt.Errorf("find the conformance tools module: %w", err)
 	}
 	return dir, nil
-}
-
-// toolsHash names the cache after exactly what the programs are built from.
-func toolsHash(tools string) (string, error) {
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(tools, f))
-		if err != nil {
-			return "", fmt.Errorf("hash the tools module: %w", err)
-		}
-		fmt.Fprintf(h, "%s %d\n", f, len(data))
-		h.Write(data)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-// lockFile takes an exclusive flock on path, polling so that ctx can cancel
-// the wait. Closing the file (unlock) releases it.
-func lockFile(ctx context.Context, path string, log io.Writer) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
-	}
-	for waited := false; ; waited = true {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if !waited {
-			fmt.Fprintf(log, "conformance: waiting for another holder of %s\n", path)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for %s: %w", path, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// versionLDFlags stamps the suite with its release, as Kubernetes' own build
-// does, so that its log and --version name it.
-func versionLDFlags(version string) string {
-	major, rest, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
-	minor, _, _ := strings.Cut(rest, ".")
-	var flags []string
-	for _, pkg := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
-		for _, kv := range [][2]string{{"gitVersion", version}, {"gitMajor", major}, {"gitMinor", minor}, {"gitTreeState", "clean"}} {
-			flags = append(flags, fmt.Sprintf("-X %s.%s=%s", pkg, kv[0], kv[1]))
-		}
-	}
-	return strings.Join(flags, " ")
 }
 
 // goRun runs the go command in the tools module (no go.work), its output

@@ -225,7 +225,12 @@ func TestImages(t *testing.T) {
 	if err := os.WriteFile(fake, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake}, Pause: fake, Busybox: "/bin/busybox", Curl: fake}
+	for _, f := range agnhostTLSFiles {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("PEM\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", Curl: fake}
 	files, err := BuildImages(in, filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +257,10 @@ func TestImages(t *testing.T) {
 		case e2eRegistry + "agnhost:2.63.0":
 			if strings.Join(c.Entrypoint, " ") != "/agnhost" || strings.Join(c.Cmd, " ") != "pause" {
 				t.Errorf("agnhost entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
+			}
+			// netexec's HTTPS pair, the curl and bash the specs run.
+			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "bin/bash"} {
+				fileMode(t, img, f)
 			}
 		case e2eRegistry + "nonroot:1.5":
 			if c.User != "1234" {
