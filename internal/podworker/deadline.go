@@ -16,10 +16,13 @@ const (
 // activeDeadline says how long pod may still run before its
 // activeDeadlineSeconds, counted from its status's startTime as the
 // kubelet's activeDeadlineHandler counts it, and whether that time has come.
-// A pod without a deadline, or not started yet, has none (0, false).
+// A pod without a deadline, not started yet or finished has none (0, false).
 func activeDeadline(pod *v1.Pod, st *v1.PodStatus, now time.Time) (left time.Duration, exceeded bool) {
 	if pod.Spec.ActiveDeadlineSeconds == nil || st == nil || st.StartTime == nil || st.StartTime.IsZero() {
 		return 0, false
+	}
+	if st.Phase == v1.PodSucceeded || st.Phase == v1.PodFailed {
+		return 0, false // a finished pod is not active: the kubelet no longer syncs it
 	}
 	allowed := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
 	left = allowed - now.Sub(st.StartTime.Time)

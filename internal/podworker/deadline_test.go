@@ -29,6 +29,7 @@ func TestActiveDeadline(t *testing.T) {
 		{"before", withDeadline(5), started, t0.Add(2 * time.Second), 3 * time.Second, false},
 		{"at the deadline", withDeadline(5), started, t0.Add(5 * time.Second), 0, true},
 		{"after", withDeadline(5), started, t0.Add(time.Minute), -55 * time.Second, true},
+		{"finished before it", withDeadline(5), &v1.PodStatus{StartTime: &metav1.Time{Time: t0}, Phase: v1.PodSucceeded}, t0.Add(time.Minute), 0, false},
 	} {
 		left, exceeded := activeDeadline(tc.pod, tc.st, tc.now)
 		if left != tc.left || exceeded != tc.exceeded {
