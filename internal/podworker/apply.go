@@ -114,6 +114,15 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 		}
 	}
 
+	return w.startContainers(ctx, pod, st, plan, sandboxID, sbCfg, log)
+}
+
+// startContainers starts what plan asks for, in the kubelet's SyncPod
+// order: ephemeral, init, then app containers. It returns how soon to retry
+// the first that could not start, 0 for "no hurry".
+func (w *worker) startContainers(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan,
+	sandboxID string, sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) time.Duration {
+	d := w.ws.deps
 	sb := sandboxByID(st, sandboxID)
 	var next time.Duration
 	start := func(c *v1.Container, init bool) {
