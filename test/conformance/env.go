@@ -27,11 +27,12 @@ type EnvConfig struct {
 
 // Env is a control plane of test/cluster with berth nodes joined to it.
 type Env struct {
-	CP    *cluster.ControlPlane
-	Nodes []*Node
-	bins  cluster.Binaries
-	dir   string
-	net   *nodeNet
+	CP       *cluster.ControlPlane
+	Nodes    []*Node
+	Registry *Registry // the images, as a mirror of registry.k8s.io
+	bins     cluster.Binaries
+	dir      string
+	net      *nodeNet
 }
 
 // nodeReadyTimeout bounds a node's start: containerd, the image imports
@@ -68,6 +69,9 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 		return fmt.Errorf("start the control plane: %w", err)
 	}
 	e.CP = cp
+	if e.Registry, err = StartRegistry(ctx, cfg.Images); err != nil {
+		return err
+	}
 	if e.net, err = addNodeNet(ctx, cfg.Nodes); err != nil {
 		return fmt.Errorf("the nodes' addresses: %w", err)
 	}
@@ -80,6 +84,7 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 			CIDRBase: base,
 			BerthBin: cfg.BerthBin,
 			Images:   cfg.Images,
+			Mirror:   e.Registry,
 		})
 		if err != nil {
 			return err
@@ -188,6 +193,10 @@ func (e *Env) Stop() error {
 	if e.net != nil {
 		e.net.remove()
 		e.net = nil
+	}
+	if e.Registry != nil {
+		errs = append(errs, e.Registry.Close())
+		e.Registry = nil
 	}
 	errs = append(errs, os.RemoveAll(e.dir))
 	return errors.Join(errs...)

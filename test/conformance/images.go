@@ -43,7 +43,8 @@ func Images() []Image {
 			Names: []string{e2eRegistry + "agnhost:2.63.0", e2eRegistry + "agnhost:2.55"},
 			From:  "k8s.io/kubernetes/test/images/agnhost (static) on a busybox userland",
 			Substitute: "busybox instead of alpine; curl is test/conformance/curl, a stand-in for the GETs the suite asks of curl; " +
-				"no dig, iperf, coredns or fake registry; agnhost:2.55 is the same 2.63.0 build under the older tag",
+				"the fake registry serves berth's pause image as pause:testing instead of upstream's; " +
+				"no dig, iperf or coredns; agnhost:2.55 is the same 2.63.0 build under the older tag",
 			build: agnhostImage,
 		},
 		{
@@ -161,9 +162,10 @@ func userFiles(passwd, group string) []imagebuild.File {
 // with pause as its default command, /agnhost-2 linked to it for the
 // entrypoint tests, /uploads for netexec, and user-defined-in-image (uid
 // 1000) in group-defined-in-image (gid 50000) for the supplemental groups
-// specs; the localhost.crt and .key netexec serves HTTPS with; and a curl
-// and a /bin/bash (ash), which the suite runs in agnhost containers (hooks,
-// networking, probes).
+// specs; the localhost.crt and .key netexec serves HTTPS with; a curl and a
+// /bin/bash (ash), which the suite runs in agnhost containers (hooks,
+// networking, probes); and the content of fake-registry-server, the private
+// registry of the image-pull specs.
 func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	data, err := os.ReadFile(in.Programs.Agnhost)
 	if err != nil {
@@ -172,6 +174,14 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	curl, err := os.ReadFile(in.Curl)
 	if err != nil {
 		return nil, fmt.Errorf("agnhost: curl: %w", err)
+	}
+	pause, err := imagebuild.PauseImage(in.Pause)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
+	}
+	registryFiles, err := fakeRegistryFiles("pause", "testing", pause)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
 	}
 	var tls []imagebuild.File
 	for _, f := range agnhostTLSFiles {
@@ -193,6 +203,7 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 		imagebuild.File{Path: "/home/user-defined-in-image", Dir: true},
 	)
 	files = append(files, tls...)
+	files = append(files, registryFiles...)
 	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
 		c.Entrypoint = []string{"/agnhost"}
 		c.Cmd = []string{"pause"}

@@ -79,10 +79,11 @@ func ipCmd(ctx context.Context, args ...string) error {
 type NodeConfig struct {
 	Name     string
 	IP       string
-	Index    int      // 0, 1...: picks the node's pod CIDR
-	CIDRBase int      // third octet base of 10.215.x.0/24 pod CIDRs
-	BerthBin string   // directory of berth and berth-pause
-	Images   []string // tarballs linked into <root>/images
+	Index    int       // 0, 1...: picks the node's pod CIDR
+	CIDRBase int       // third octet base of 10.215.x.0/24 pod CIDRs
+	BerthBin string    // directory of berth and berth-pause
+	Images   []string  // tarballs linked into <root>/images
+	Mirror   *Registry // registry.k8s.io's mirror; none if nil
 }
 
 // StartNode starts a berth that joins cp as cfg.Name. It returns once the
@@ -111,6 +112,9 @@ func StartNode(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConfig) (*
 
 func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConfig) error {
 	if err := linkImages(cfg.Images, filepath.Join(n.Root, "images")); err != nil {
+		return err
+	}
+	if err := writeRegistryHosts(n.Root, cfg.Mirror); err != nil {
 		return err
 	}
 	kubeconfig, err := cp.NodeKubeconfig(n.Name)
@@ -158,6 +162,33 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		_ = n.cmd.Wait() // reaps berth whoever stops it
 		close(n.exited)
 	}()
+	return nil
+}
+
+// privateRegistry is where the image-pull specs run agnhost's
+// fake-registry-server (a pod with hostPort 5000), by the name they pull
+// from: e2e/framework/registry's SetupRegistry.
+const privateRegistry = "localhost:5000"
+
+// writeRegistryHosts gives the node's containerd its registry hosts (the
+// config_path berth sets, <root>/containerd/certs.d): registry.k8s.io
+// through the run's mirror, and the suite's private registry over plain
+// HTTP, which is what it serves (containerd 1.7 and later fall back to
+// HTTP for localhost by themselves; 1.6 needs it said).
+func writeRegistryHosts(root string, mirror *Registry) error {
+	if mirror != nil {
+		if err := mirror.WriteMirrorConfig(root); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(root, "containerd", "certs.d", privateRegistry)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("registry hosts: %w", err)
+	}
+	hosts := fmt.Sprintf("server = \"http://%s\"\n", privateRegistry)
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		return fmt.Errorf("registry hosts: %w", err)
+	}
 	return nil
 }
 

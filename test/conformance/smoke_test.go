@@ -258,8 +258,9 @@ func TestImages(t *testing.T) {
 			if strings.Join(c.Entrypoint, " ") != "/agnhost" || strings.Join(c.Cmd, " ") != "pause" {
 				t.Errorf("agnhost entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
 			}
-			// netexec's HTTPS pair, the curl and bash the specs run.
-			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "bin/bash"} {
+			// netexec's HTTPS pair, the curl and bash the specs run, and
+			// the fake registry's tag of pause.
+			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "bin/bash", "var/registry/pause/manifests/testing"} {
 				fileMode(t, img, f)
 			}
 		case e2eRegistry + "nonroot:1.5":
