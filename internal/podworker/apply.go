@@ -126,6 +126,10 @@ func (w *worker) startContainers(ctx context.Context, pod *v1.Pod, st *container
 	sb := sandboxByID(st, sandboxID)
 	var next time.Duration
 	start := func(c *v1.Container, init bool) {
+		if ctx.Err() != nil {
+			// The pod is being killed: start nothing more.
+			return
+		}
 		after := w.startContainer(ctx, pod, c, init, st, sandboxID, sb, sbCfg, log)
 		// startContainer leaves a waiting reason on every failure, none on success.
 		d.Metrics.containerStarted(init, w.waiting[c.Name].Reason)
@@ -212,6 +216,9 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 		return w.configError(pod, c, err, log)
 	}
 	id, err := d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbCfg)
+	if err != nil && ctx.Err() != nil {
+		return 0 // the pod is being killed; its termination says what happened
+	}
 	if err != nil {
 		w.waiting[c.Name] = status.Waiting{Reason: reasonCreateContainerError, Message: err.Error()}
 		w.event(pod, v1.EventTypeWarning, "Failed", "Error: "+err.Error())
@@ -235,6 +242,9 @@ func (w *worker) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Containe
 	if h := c.Lifecycle; h != nil && h.PostStart != nil {
 		podIP := opts.PodIP
 		if err := runHandler(ctx, d.Runtime, w.ws.httpHooks, h.PostStart, pod, c, id, podIP, postStartTimeout); err != nil {
+			if ctx.Err() != nil {
+				return 0 // the pod is being killed, its hook with it
+			}
 			msg := fmt.Sprintf("PostStartHook failed: %v", err)
 			w.event(pod, v1.EventTypeWarning, "FailedPostStartHook", msg)
 			log.Warn("postStart hook failed; killing container", "container", c.Name, "err", err)

@@ -40,6 +40,11 @@ type worker struct {
 	// evicting is set once the pod is evicted or preempted: it stops for
 	// good and keeps a terminal status until it is deleted.
 	evicting *eviction
+	// cancelSync ends the sync in flight, nil when none runs: a pod deleted
+	// while it starts (pulls, a thousand containers, a postStart hook that
+	// hangs) is stopped at once, as the kubelet's pod workers cancel the
+	// running sync of a pod that turns terminating.
+	cancelSync context.CancelFunc
 
 	// Owned by the worker goroutine alone.
 	waiting   map[string]status.Waiting
@@ -84,6 +89,9 @@ func (w *worker) setPod(pod *v1.Pod) {
 func (w *worker) kill() {
 	w.mu.Lock()
 	w.terminating, w.revive = true, false
+	if w.cancelSync != nil {
+		w.cancelSync()
+	}
 	if w.evicting != nil {
 		// Deleting the pod also ends its eviction.
 		w.evicting.finish(nil)
@@ -154,7 +162,7 @@ func (w *worker) run(ctx context.Context) {
 		case ev != nil:
 			next = w.evict(ctx, pod, ev, log)
 		default:
-			next = w.sync(ctx, pod, log)
+			next = w.cancellableSync(ctx, pod, log)
 			w.lastSynced = pod
 		}
 		d.Metrics.synced(op, d.Clock.Since(began))
@@ -178,6 +186,26 @@ func (w *worker) run(ctx context.Context) {
 		}
 		timer.Reset(next)
 	}
+}
+
+// cancellableSync runs sync with a context that kill cancels. A kill that
+// came before the sync began cancels it too: the sync then stops at its
+// first runtime call and the loop goes on to terminate.
+func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	if w.terminating {
+		cancel()
+	}
+	w.cancelSync = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.cancelSync = nil
+		w.mu.Unlock()
+	}()
+	return w.sync(ctx, pod, log)
 }
 
 // sync carries out one round of ComputePlan for pod and publishes its
