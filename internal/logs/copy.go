@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -40,11 +41,16 @@ type Options struct {
 	Stop func() bool
 	// Clock drives the poll for Stop and for rotation; nil is the real clock.
 	Clock clock.WithTicker
+	// Log is told of each line that is not in the CRI format; nil
+	// discards.
+	Log *slog.Logger
 }
 
 // Copy writes the contents of the CRI log file at path to w: the content of
-// each line without the CRI prefix, partial lines joined. Lines that are not
-// in the CRI format are copied as they are. When following, a cancelled ctx
+// each line without the CRI prefix, partial lines joined. A line that is not
+// in the CRI format (the runtime cut it short on a full disk, say) is left
+// out and logged, as the kubelet's ReadLogs does: it is no output of the
+// container's, and a cut timestamp is no line to show. When following, a cancelled ctx
 // ends the copy with ctx's error; a rotated or removed file ends it cleanly,
 // since what comes next belongs to a file this reader did not open.
 func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
@@ -67,8 +73,13 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	if opts.LimitBytes > 0 {
 		w = &limitedWriter{w: w, left: opts.LimitBytes}
 	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	c := &copier{
 		path:       path,
+		log:        log,
 		in:         bufio.NewReaderSize(f, 64<<10),
 		out:        bufio.NewWriterSize(w, 32<<10),
 		timestamps: opts.Timestamps,
@@ -85,6 +96,9 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	}
 	return err
 }
+
+// maxLoggedLine is how much of a malformed line the log shows.
+const maxLoggedLine = 200
 
 // errLimitReached ends a copy that wrote LimitBytes.
 var errLimitReached = errors.New("log byte limit reached")
@@ -191,6 +205,7 @@ func sameFile(f *os.File, path string) bool {
 // logical line (where a timestamp goes).
 type copier struct {
 	path       string
+	log        *slog.Logger
 	in         *bufio.Reader
 	out        *bufio.Writer
 	timestamps bool
@@ -257,9 +272,9 @@ func (c *copier) writeLine(line []byte) error {
 		return nil // the kubelet filters each entry by its own time
 	}
 	if !ok {
-		c.lineStart = true
-		c.out.Write(line)
-		return c.out.WriteByte('\n')
+		c.log.Warn("skipping a line of a container log that is not in the CRI format",
+			"path", c.path, "line", string(line[:min(len(line), maxLoggedLine)]))
+		return nil
 	}
 	if c.timestamps && c.lineStart {
 		c.out.Write(e.timestamp)

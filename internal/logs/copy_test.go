@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,24 +49,29 @@ func TestCopy(t *testing.T) {
 		want string
 	}{
 		{name: "all", file: file, opts: Options{TailLines: -1},
-			want: "one\ntwo!\nnot a cri line\nthree\n"},
+			want: "one\ntwo!\nthree\n"},
 		{name: "timestamps once per line", file: file, opts: Options{TailLines: -1, Timestamps: true},
-			want: t1 + " one\n" + t2 + " two!\nnot a cri line\n" + t3 + " three\n"},
+			want: t1 + " one\n" + t2 + " two!\n" + t3 + " three\n"},
 		{name: "tail 0", file: file, opts: Options{TailLines: 0}, want: ""},
 		{name: "tail 1", file: file, opts: Options{TailLines: 1}, want: "three\n"},
-		{name: "tail 2 counts the malformed line", file: file, opts: Options{TailLines: 2}, want: "not a cri line\nthree\n"},
-		{name: "tail 3 keeps partials together", file: file, opts: Options{TailLines: 3}, want: "two!\nnot a cri line\nthree\n"},
-		{name: "tail more than there is", file: file, opts: Options{TailLines: 100}, want: "one\ntwo!\nnot a cri line\nthree\n"},
-		{name: "huge tail", file: file, opts: Options{TailLines: 1 << 40}, want: "one\ntwo!\nnot a cri line\nthree\n"},
+		{name: "tail 2 counts the malformed line, as the kubelet does", file: file, opts: Options{TailLines: 2}, want: "three\n"},
+		{name: "tail 3 keeps partials together", file: file, opts: Options{TailLines: 3}, want: "two!\nthree\n"},
+		{name: "tail more than there is", file: file, opts: Options{TailLines: 100}, want: "one\ntwo!\nthree\n"},
+		{name: "huge tail", file: file, opts: Options{TailLines: 1 << 40}, want: "one\ntwo!\nthree\n"},
 		{name: "unfinished last line", file: t1 + " stdout F a\n" + t2 + " stdout F b", opts: Options{TailLines: -1}, want: "a\nb\n"},
 		{name: "since leaves out earlier entries", file: file, opts: Options{TailLines: -1, Since: time.Date(2024, 5, 1, 10, 0, 2, 0, time.UTC)},
-			want: "two!\nnot a cri line\nthree\n"},
+			want: "two!\nthree\n"},
 		{name: "since after everything", file: file, opts: Options{TailLines: -1, Since: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
-			want: "not a cri line\n"},
+			want: ""},
 		{name: "tail, then since", file: file, opts: Options{TailLines: 3, Since: time.Date(2024, 5, 1, 10, 0, 3, 0, time.UTC)},
-			want: "not a cri line\nthree\n"},
+			want: "three\n"},
 		{name: "limit bytes cuts the output", file: file, opts: Options{TailLines: -1, LimitBytes: 6}, want: "one\ntw"},
-		{name: "limit bytes above the size", file: file, opts: Options{TailLines: -1, LimitBytes: 1000}, want: "one\ntwo!\nnot a cri line\nthree\n"},
+		{name: "limit bytes above the size", file: file, opts: Options{TailLines: -1, LimitBytes: 1000}, want: "one\ntwo!\nthree\n"},
+		// What a runtime leaves on a full disk: a line cut inside its
+		// timestamp, then the next write.
+		{name: "a line cut short is no output", file: t1 + " stdout F a\n2024-05-01T10:0\n" + t2 + " stdout F b\n", opts: Options{TailLines: -1}, want: "a\nb\n"},
+		{name: "a cut last line is no output", file: t1 + " stdout F a\n" + t2 + " std", opts: Options{TailLines: -1}, want: "a\n"},
+		{name: "a cut line does not end a partial one", file: t1 + " stdout P a\nxx\n" + t2 + " stdout F b\n", opts: Options{TailLines: -1}, want: "ab\n"},
 		{name: "partial without end", file: t1 + " stdout P a\n" + t2 + " stdout P b\n", opts: Options{TailLines: -1}, want: "ab"},
 		{name: "tail 1 includes a line in progress", file: t1 + " stdout F a\n" + t2 + " stdout F b\n" + t3 + " stdout P c\n", opts: Options{TailLines: 1}, want: "b\nc"},
 		{name: "line longer than the buffers", file: t1 + " stdout F " + long + "\n" + t2 + " stdout F end\n", opts: Options{TailLines: -1}, want: long + "\nend\n"},
@@ -86,6 +92,23 @@ func TestCopy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A line left out is logged with the file it is in.
+func TestCopyLogsMalformedLine(t *testing.T) {
+	var logged bytes.Buffer
+	path := writeFile(t, t1+" stdout F a\n2024-05-01T10:0\n")
+	var out bytes.Buffer
+	opts := Options{TailLines: -1, Log: slog.New(slog.NewTextHandler(&logged, nil))}
+	if err := Copy(context.Background(), &out, path, opts); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "a\n" {
+		t.Errorf("output %q", out.String())
+	}
+	if got := logged.String(); !strings.Contains(got, "not in the CRI format") || !strings.Contains(got, path) || !strings.Contains(got, "2024-05-01T10:0") {
+		t.Errorf("log %q", got)
 	}
 }
 

@@ -150,6 +150,7 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		Since:      logSince(opts, time.Now()),
 		LimitBytes: ptr.Deref(opts.LimitBytes, 0),
 		Stop:       func() bool { return !s.src.ContainerRunning(containerID) },
+		Log:        s.log,
 	})
 	switch {
 	case err == nil, r.Context().Err() != nil:

@@ -154,3 +154,54 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A line the runtime cut short (what a full disk leaves in a CRI log file)
+// is not the container's output: `berth logs` leaves it out, as the
+// kubelet's ReadLogs does, and shows the lines around it.
+func TestLogsLeaveOutCutLine(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("cut.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: cut}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: out
+    image: %s
+    command: ["sh", "-c", "echo one; while [ ! -e /tmp/go ]; do sleep 0.2; done; echo two; sleep 3600"]
+`, busybox))
+	var files []string
+	waitFor(t, time.Minute, "the first line in the log file", func() (bool, string) {
+		files, _ = filepath.Glob(filepath.Join(n.podLogs, "*_cut-*", "out", "0.log"))
+		if len(files) != 1 {
+			return false, fmt.Sprintf("log files %v", files)
+		}
+		data, _ := os.ReadFile(files[0])
+		return strings.Contains(string(data), "one"), string(data)
+	})
+	f, err := os.OpenFile(files[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("2026-11-27T10:0\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := n.berthRun(t, "", "exec", "cut-"+nodeName, "--", "touch", "/tmp/go"); code != 0 {
+		t.Fatalf("exec touch: %d %s", code, stderr)
+	}
+	waitFor(t, time.Minute, "the second line", func() (bool, string) {
+		out, err := n.berth("logs", "cut-"+nodeName)
+		if err != nil {
+			return false, err.Error()
+		}
+		if strings.Contains(out, "2026-11-27") {
+			t.Fatalf("the cut line is shown as output:\n%s", out)
+		}
+		return out == "one\ntwo\n", fmt.Sprintf("%q", out)
+	})
+}
