@@ -167,6 +167,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	devices := devicemanager.New(devicemanager.Options{
 		Dir: cfg.DevicePluginDir, Clock: clk, Log: log.With("component", "devicemanager"), Events: recorder,
 		Active: func(uid types.UID) bool { return workers != nil && workers.Has(uid) && !terminal(statuses, uid) },
+		// Where the allocations are recovered from if the checkpoint is lost.
+		Runtime: rt.cri,
 	})
 	if err := devices.Start(ctx); err != nil {
 		return fmt.Errorf("device manager: %w", err)

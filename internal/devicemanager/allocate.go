@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -186,7 +187,9 @@ func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, c *v1.Cont
 
 // ContainerOptions returns what a container's devices add to its CRI
 // config, or nil when it has none. A container that holds no record of its
-// devices (the checkpoint was lost while it ran) gets them allocated now.
+// devices (created by a berth that did not record them in the runtime, and
+// the checkpoint lost) gets them allocated now; one whose record was
+// recovered from the runtime has its plugins asked again for their answer.
 // Plugins that asked for it hear PreStartContainer first.
 func (m *Manager) ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceRunContainerOptions, error) {
 	reqs := containerRequests(c)
@@ -207,6 +210,11 @@ func (m *Manager) ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		err := m.allocateContainer(ctx, pod, c, nil)
 		m.allocMu.Unlock()
 		if err != nil {
+			return nil, err
+		}
+	}
+	for _, req := range reqs {
+		if err := m.refreshResponse(ctx, uid, c.Name, req.resource); err != nil {
 			return nil, err
 		}
 	}
@@ -241,4 +249,38 @@ func (m *Manager) ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		m.podEvent(pod, v1.EventTypeWarning, ReasonConflictingOptions, fmt.Sprintf("Container %s: %s", c.Name, msg))
 	}
 	return opts, nil
+}
+
+// refreshResponse asks the plugin again for its Allocate answer about the
+// devices a container holds of resource, when berth has none: an
+// allocation recovered from the runtime records the devices, not what the
+// container needs to use them. A plugin whose answer really is empty is
+// asked again each time, which costs one call. It holds neither mutex
+// during the call: the devices are the container's already, so nothing is
+// chosen.
+func (m *Manager) refreshResponse(ctx context.Context, uid, contName, resource string) error {
+	m.mu.Lock()
+	info, ok := m.pods[uid][contName][resource]
+	if !ok || (info.allocResp != nil && proto.Size(info.allocResp) > 0) {
+		m.mu.Unlock()
+		return nil
+	}
+	r := m.resources[resource]
+	if r == nil || r.ep == nil {
+		m.mu.Unlock()
+		return &NotReadyError{Resource: resource, Known: r != nil}
+	}
+	ep, devs := r.ep, flatten(info.deviceIDs)
+	m.mu.Unlock()
+
+	resp, err := ep.allocate(ctx, sets.List(devs))
+	if err != nil {
+		return fmt.Errorf("the device plugin for %s failed to allocate %v again for container %s: %w", resource, sets.List(devs), contName, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cur, ok := m.pods[uid][contName][resource]; ok && flatten(cur.deviceIDs).Equal(devs) {
+		m.pods.insert(uid, contName, resource, cur.deviceIDs, resp)
+	}
+	return m.writeCheckpointLocked()
 }

@@ -6,8 +6,10 @@
 // the plugins' answers into the containers' CRI configs.
 //
 // Unlike the kubelet, it never re-admits a pod that is already running (a
-// berth restart keeps pods and devices as they are), and a pod whose plugin
-// has not registered yet waits for it rather than failing at once.
+// berth restart keeps pods and devices as they are), a pod whose plugin
+// has not registered yet waits for it rather than failing at once, and a
+// lost checkpoint is rebuilt from the devices each container records in
+// the runtime (AnnotationDevices).
 package devicemanager
 
 import (
@@ -64,6 +66,9 @@ type Options struct {
 	// Active tells whether a pod still holds its devices: it is wanted and
 	// not terminal. The devices of other pods are freed.
 	Active func(types.UID) bool
+	// Runtime lists the containers whose AnnotationDevices recover the
+	// allocations when the checkpoint is lost; nil recovers none.
+	Runtime ContainerLister
 }
 
 // Manager is the device manager. It is safe for concurrent use.
@@ -73,6 +78,8 @@ type Manager struct {
 	log    *slog.Logger
 	events EventRecorder
 	active func(types.UID) bool
+	// runtime is read once, by Start.
+	runtime ContainerLister
 
 	// allocMu makes each allocation (choose, ask the plugin, record) one
 	// step, so two pods never get the same device.
@@ -131,7 +138,7 @@ func New(opts Options) *Manager {
 		opts.Active = func(types.UID) bool { return true }
 	}
 	return &Manager{
-		dir: opts.Dir, clk: opts.Clock, log: opts.Log, events: opts.Events, active: opts.Active,
+		dir: opts.Dir, clk: opts.Clock, log: opts.Log, events: opts.Events, active: opts.Active, runtime: opts.Runtime,
 		resources: map[string]*pluginResource{},
 		pods:      podDevices{},
 	}
@@ -146,7 +153,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return fmt.Errorf("device plugin directory: %w", err)
 	}
-	if err := m.restore(); err != nil {
+	if err := m.restore(ctx); err != nil {
 		return err
 	}
 	if err := m.removeStaleSockets(); err != nil {
@@ -213,28 +220,34 @@ func (m *Manager) removeStaleSockets() error {
 	return nil
 }
 
-// restore loads the checkpoint. A corrupt one is moved aside, reported and
-// not trusted: berth starts with no recorded allocations.
-func (m *Manager) restore() error {
+// restore loads the checkpoint. One that is missing, corrupt or not a
+// regular file is not trusted: a bad one is moved aside and reported, and
+// the allocations are recovered from what the runtime's containers record.
+// The kubelet starts afresh instead, and may then give a device that a
+// running container holds to a new pod.
+func (m *Manager) restore(ctx context.Context) error {
 	path := filepath.Join(m.dir, checkpoint.FileName)
-	data, err := checkpoint.Read(m.dir)
+	data, err := readCheckpoint(m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return m.rebuild(ctx)
 	}
-	if err != nil {
+	var wrongType *wrongTypeError
+	if err != nil && !errors.As(err, &wrongType) {
 		return fmt.Errorf("reading the device checkpoint: %w", err)
 	}
-	entries, registered, format, err := checkpoint.Decode(data)
+	var (
+		entries    []checkpoint.PodDevicesEntry
+		registered map[string][]string
+		format     checkpoint.Format
+	)
+	if err == nil {
+		entries, registered, format, err = checkpoint.Decode(data)
+	}
 	if err != nil {
-		moved, qerr := checkpoint.Quarantine(m.dir, m.clk.Now())
-		if qerr != nil {
-			return fmt.Errorf("device checkpoint %s is corrupt (%v) and could not be moved aside: %w", path, err, qerr)
+		if err := m.quarantine(path, err); err != nil {
+			return err
 		}
-		msg := fmt.Sprintf("Device checkpoint %s is corrupt and was moved to %s; starting with no recorded device allocations: %v", path, moved, err)
-		m.log.Error("device checkpoint is corrupt; moved aside, starting with no recorded allocations",
-			"file", path, "movedTo", moved, "err", err)
-		m.nodeEvent(v1.EventTypeWarning, ReasonCheckpointCorrupt, msg)
-		return nil
+		return m.rebuild(ctx)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -254,6 +267,46 @@ func (m *Manager) restore() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// wrongTypeError is a checkpoint path that holds no regular file.
+type wrongTypeError struct {
+	path string
+	mode fs.FileMode
+}
+
+func (e *wrongTypeError) Error() string {
+	return fmt.Sprintf("%s is not a regular file (mode %s)", e.path, e.mode)
+}
+
+// readCheckpoint reads the checkpoint, refusing with a *wrongTypeError
+// what is not a regular file: reading a directory fails, a FIFO blocks.
+func readCheckpoint(dir string) ([]byte, error) {
+	path := filepath.Join(dir, checkpoint.FileName)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &wrongTypeError{path: path, mode: fi.Mode()}
+	}
+	return checkpoint.Read(dir)
+}
+
+// quarantine moves a bad checkpoint aside and reports why it was bad.
+func (m *Manager) quarantine(path string, cause error) error {
+	moved, err := checkpoint.Quarantine(m.dir, m.clk.Now())
+	if err != nil {
+		return fmt.Errorf("device checkpoint %s is corrupt (%v) and could not be moved aside: %w", path, cause, err)
+	}
+	what := "allocations from the runtime's containers"
+	if m.runtime == nil {
+		what = "no recorded device allocations"
+	}
+	msg := fmt.Sprintf("Device checkpoint %s is corrupt and was moved to %s; starting with %s: %v", path, moved, what, cause)
+	m.log.Error("device checkpoint is corrupt; moved aside", "file", path, "movedTo", moved, "err", cause)
+	m.nodeEvent(v1.EventTypeWarning, ReasonCheckpointCorrupt, msg)
 	return nil
 }
 

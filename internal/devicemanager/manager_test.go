@@ -87,17 +87,29 @@ func shortDir(t *testing.T) string {
 
 func startManager(t *testing.T, dir string) *testManager {
 	t.Helper()
+	tm, err := startManagerWith(t, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+// startManagerWith starts a manager whose runtime lists rt's containers
+// (none when rt is nil), and returns Start's error.
+func startManagerWith(t *testing.T, dir string, rt ContainerLister) (*testManager, error) {
+	t.Helper()
 	tm := &testManager{clk: clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)), events: &recorder{}, pods: &activeSet{}}
-	tm.Manager = New(Options{Dir: dir, Clock: tm.clk, Log: slog.New(slog.DiscardHandler), Events: tm.events, Active: tm.pods.active})
+	tm.Manager = New(Options{Dir: dir, Clock: tm.clk, Log: slog.New(slog.DiscardHandler), Events: tm.events,
+		Active: tm.pods.active, Runtime: rt})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := tm.Start(ctx); err != nil {
 		cancel()
-		t.Fatal(err)
+		return nil, err
 	}
 	var once sync.Once
 	tm.stop = func() { once.Do(func() { cancel(); tm.Wait() }) }
 	t.Cleanup(tm.stop)
-	return tm
+	return tm, nil
 }
 
 func startPlugin(t *testing.T, cfg deviceplugin.Config) *deviceplugin.Plugin {

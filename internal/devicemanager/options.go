@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -16,6 +17,9 @@ type DeviceRunContainerOptions struct {
 	Devices     []*runtimeapi.Device
 	Annotations map[string]string
 	CDIDevices  []*runtimeapi.CDIDevice
+	// DeviceIDs are the devices the container holds, resource name →
+	// sorted IDs: what AnnotationDevices records in the runtime.
+	DeviceIDs map[string][]string
 }
 
 // deviceRunContainerOptions merges the Allocate responses of every resource
@@ -38,7 +42,9 @@ func (pdev podDevices) deviceRunContainerOptions(podUID, contName string) (opts 
 	conflict := func(resource, what, key, had, now string) {
 		conflicts = append(conflicts, fmt.Sprintf("resource %s: %s %s has conflicting settings %q and %q; keeping %q", resource, what, key, had, now, had))
 	}
+	opts.DeviceIDs = make(map[string][]string, len(resources))
 	for _, resource := range slices.Sorted(maps.Keys(resources)) {
+		opts.DeviceIDs[resource] = sets.List(flatten(resources[resource].deviceIDs))
 		resp := resources[resource].allocResp
 		if resp == nil {
 			continue

@@ -46,6 +46,7 @@ func TestDeviceRunContainerOptions(t *testing.T) {
 		},
 		Annotations: map[string]string{"a": "1", "gpu": "yes"},
 		CDIDevices:  []*runtimeapi.CDIDevice{{Name: "vendor.com/gpu=0"}, {Name: "vendor.com/common=all"}},
+		DeviceIDs:   map[string][]string{"example.com/gpu": {"0", "1"}, "example.com/nic": {"eth1"}},
 	}
 	if !reflect.DeepEqual(opts, want) {
 		t.Errorf("options:\n got %v\nwant %v", opts, want)
@@ -58,6 +59,10 @@ func TestDeviceRunContainerOptions(t *testing.T) {
 		if !strings.Contains(conflicts[i], "resource example.com/nic: "+w) {
 			t.Errorf("conflict %d = %q, want it to name %q", i, conflicts[i], w)
 		}
+	}
+
+	if got, want := opts.AnnotationValue(), `{"example.com/gpu":["0","1"],"example.com/nic":["eth1"]}`; got != want {
+		t.Errorf("annotation value = %s, want %s", got, want)
 	}
 
 	if opts, _ := pdev.deviceRunContainerOptions("pod", "other"); opts != nil {

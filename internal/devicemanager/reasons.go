@@ -11,10 +11,13 @@ const (
 	// resource it needs has not registered.
 	ReasonDevicePluginNotReady = "DevicePluginNotReady"
 
-	ReasonCheckpointCorrupt  = "DeviceCheckpointCorrupt"
-	ReasonPluginRegistered   = "DevicePluginRegistered"
-	ReasonPluginRefused      = "DevicePluginRefused"
-	ReasonPluginDisconnected = "DevicePluginDisconnected"
-	ReasonInvalidDeviceList  = "DevicePluginInvalidDevices"
-	ReasonConflictingOptions = "DeviceOptionsConflict"
+	ReasonCheckpointCorrupt = "DeviceCheckpointCorrupt"
+	// ReasonAllocationsRecovered: the checkpoint was lost and the
+	// allocations were read back from the runtime's containers.
+	ReasonAllocationsRecovered = "DeviceAllocationsRecovered"
+	ReasonPluginRegistered     = "DevicePluginRegistered"
+	ReasonPluginRefused        = "DevicePluginRefused"
+	ReasonPluginDisconnected   = "DevicePluginDisconnected"
+	ReasonInvalidDeviceList    = "DevicePluginInvalidDevices"
+	ReasonConflictingOptions   = "DeviceOptionsConflict"
 )

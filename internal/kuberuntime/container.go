@@ -176,6 +176,11 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, opts ContainerOptions) m
 	if opts.Init {
 		a[container.AnnotationInitContainer] = "true"
 	}
+	// The runtime keeps what devices the container holds, for when berth
+	// loses its device checkpoint.
+	if v := opts.Devices.AnnotationValue(); v != "" {
+		a[devicemanager.AnnotationDevices] = v
+	}
 	return a
 }
 

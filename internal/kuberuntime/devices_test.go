@@ -25,9 +25,11 @@ func TestContainerConfigWithDevices(t *testing.T) {
 				{ContainerPath: "/usr/lib/widget", HostPath: "/opt/widget/lib", Readonly: true},
 				{ContainerPath: "/data", HostPath: "/plugin/data"},
 			},
-			Devices:     []*runtimeapi.Device{{ContainerPath: "/dev/w0", HostPath: "/dev/null", Permissions: "rw"}},
-			Annotations: map[string]string{"example.com/widget-ids": "w0,w1", container.AnnotationRestartCount: "99"},
-			CDIDevices:  []*runtimeapi.CDIDevice{{Name: "example.com/widget=w0"}},
+			Devices: []*runtimeapi.Device{{ContainerPath: "/dev/w0", HostPath: "/dev/null", Permissions: "rw"}},
+			Annotations: map[string]string{"example.com/widget-ids": "w0,w1", container.AnnotationRestartCount: "99",
+				devicemanager.AnnotationDevices: "the plugin's"},
+			CDIDevices: []*runtimeapi.CDIDevice{{Name: "example.com/widget=w0"}},
+			DeviceIDs:  map[string][]string{"example.com/widget": {"w0", "w1"}},
 		},
 	}
 	cfg, err := ContainerConfig(pod, c, opts)
@@ -54,5 +56,17 @@ func TestContainerConfigWithDevices(t *testing.T) {
 	}
 	if cfg.Annotations["example.com/widget-ids"] != "w0,w1" || cfg.Annotations[container.AnnotationRestartCount] != "0" {
 		t.Errorf("annotations = %v", cfg.Annotations)
+	}
+	// The runtime records the devices, in berth's words, not the plugin's.
+	if got, want := cfg.Annotations[devicemanager.AnnotationDevices], `{"example.com/widget":["w0","w1"]}`; got != want {
+		t.Errorf("annotation %s = %q, want %q", devicemanager.AnnotationDevices, got, want)
+	}
+
+	cfg, err = ContainerConfig(pod, c, ContainerOptions{VolumePaths: opts.VolumePaths, NodeMemoryCapacity: 4 * gi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := cfg.Annotations[devicemanager.AnnotationDevices]; ok {
+		t.Errorf("a container without devices has annotation %s = %q", devicemanager.AnnotationDevices, v)
 	}
 }

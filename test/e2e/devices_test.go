@@ -227,8 +227,8 @@ func TestDevices(t *testing.T) {
 	}
 }
 
-// A corrupt checkpoint is moved aside and reported; berth starts with no
-// recorded allocations and keeps running, and so does the pod.
+// A corrupt checkpoint is moved aside and reported; berth recovers the
+// allocations from the runtime and keeps running, and so does the pod.
 func TestCorruptDeviceCheckpoint(t *testing.T) {
 	n := startNode(t)
 	startWidgets(t, n)
@@ -264,8 +264,9 @@ func TestCorruptDeviceCheckpoint(t *testing.T) {
 	if moved, _ := filepath.Glob(ckpt + ".corrupt-*"); len(moved) != 1 {
 		t.Errorf("quarantined checkpoints: %v", moved)
 	}
-	if allocs := n.devices().Allocations; len(allocs) != 0 {
-		t.Errorf("allocations trusted from a corrupt checkpoint: %+v", allocs)
+	// Not the corrupt file's w9: the runtime's record of the container.
+	if allocs := n.devices().Allocations; len(allocs) != 1 || !slices.Equal(allocs[0].DeviceIDs, []string{"w0"}) {
+		t.Errorf("allocations after a corrupt checkpoint: %+v, want the pod's w0 recovered from the runtime", allocs)
 	}
 	pod = n.waitRunning("widgets", 30*time.Second)
 	if containerID(t, pod, "app") != id {

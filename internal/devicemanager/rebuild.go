@@ -1,0 +1,141 @@
+package devicemanager
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/devicemanager/checkpoint"
+)
+
+// ContainerLister lists the runtime's containers, whatever their state
+// (a nil filter lists all): the runtime.Service of berth.
+type ContainerLister interface {
+	ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+}
+
+// rebuildTimeout bounds listing the runtime's containers at start-up.
+const rebuildTimeout = time.Minute
+
+// rebuildFromContainers returns the allocations that the runtime's
+// containers record in AnnotationDevices: for each pod and container name,
+// those of its newest container with a readable annotation (an earlier
+// attempt of a restarted container holds the same devices). Entries come
+// sorted by pod, container and resource, without NUMA nodes (the annotation
+// has none) and without the plugin's Allocate response, which is asked for
+// again when the container is next created.
+//
+// A container berth did not create, or created without devices, is skipped
+// in silence; one whose annotation or labels are unreadable is skipped and
+// reported in problems, which also name every device two pods claim. Both
+// claims are kept: a device one container may still use is not handed out
+// until the pods that are gone are freed.
+func rebuildFromContainers(cs []*runtimeapi.Container) (entries []checkpoint.PodDevicesEntry, problems []string) {
+	// Newest first, so the first readable container of a name wins.
+	sorted := slices.Clone(cs)
+	slices.SortStableFunc(sorted, func(a, b *runtimeapi.Container) int {
+		return cmp.Or(cmp.Compare(b.GetCreatedAt(), a.GetCreatedAt()), strings.Compare(a.GetId(), b.GetId()))
+	})
+	type key struct{ pod, container string }
+	seen := map[key]bool{}
+	for _, c := range sorted {
+		value, ok := c.GetAnnotations()[AnnotationDevices]
+		if !ok || c.GetLabels()[container.LabelManagedBy] != "true" {
+			continue
+		}
+		uid, name := c.GetLabels()[container.LabelPodUID], c.GetLabels()[container.LabelContainerName]
+		if uid == "" || name == "" {
+			problems = append(problems, fmt.Sprintf("container %s: annotation %s: no pod UID or container name label; skipped",
+				c.GetId(), AnnotationDevices))
+			continue
+		}
+		k := key{uid, name}
+		if seen[k] {
+			continue
+		}
+		devices, err := parseDevicesAnnotation(value)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("container %s (pod %s, container %s): annotation %s: %v; skipped",
+				c.GetId(), uid, name, AnnotationDevices, err))
+			continue
+		}
+		seen[k] = true
+		for _, resource := range sortedKeys(devices) {
+			entries = append(entries, checkpoint.PodDevicesEntry{
+				PodUID: uid, ContainerName: name, ResourceName: resource,
+				DeviceIDs: checkpoint.DevicesPerNUMA{nodeWithoutTopology: devices[resource]},
+			})
+		}
+	}
+	slices.SortFunc(entries, func(a, b checkpoint.PodDevicesEntry) int {
+		return cmp.Or(strings.Compare(a.PodUID, b.PodUID), strings.Compare(a.ContainerName, b.ContainerName),
+			strings.Compare(a.ResourceName, b.ResourceName))
+	})
+	return entries, append(problems, sharedDevices(entries)...)
+}
+
+// sharedDevices names each device that containers of more than one pod
+// claim. Containers of one pod may share a device: an init container hands
+// its devices on to the containers after it.
+func sharedDevices(entries []checkpoint.PodDevicesEntry) []string {
+	type device struct{ resource, id string }
+	owners := map[device][]string{}
+	for _, e := range entries {
+		for _, id := range e.DeviceIDs[nodeWithoutTopology] {
+			d := device{e.ResourceName, id}
+			if !slices.Contains(owners[d], e.PodUID) {
+				owners[d] = append(owners[d], e.PodUID)
+			}
+		}
+	}
+	var out []string
+	for d, pods := range owners {
+		if len(pods) > 1 {
+			out = append(out, fmt.Sprintf("device %s of %s is recorded for pods %s; neither is given it again until one is gone",
+				d.id, d.resource, strings.Join(pods, ", ")))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// rebuild recovers the allocations from the runtime when the checkpoint is
+// lost, records them and writes a new checkpoint, before any pod is
+// admitted. Without a runtime (a test) there is nothing to recover.
+func (m *Manager) rebuild(ctx context.Context) error {
+	if m.runtime == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
+	defer cancel()
+	cs, err := m.runtime.ListContainers(ctx, nil)
+	if err != nil {
+		// Going on would hand out devices that running containers hold.
+		return fmt.Errorf("listing the runtime's containers to recover the device allocations: %w", err)
+	}
+	entries, problems := rebuildFromContainers(cs)
+	for _, p := range problems {
+		m.log.Warn("recovering device allocations from the runtime", "problem", p)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, err := range m.pods.fromCheckpointData(entries) {
+		// An empty response always decodes.
+		m.log.Warn("skipping a recovered device allocation", "err", err)
+	}
+	m.log.Info("recovered device allocations from the runtime's containers",
+		"containers", len(cs), "allocations", len(entries), "pods", m.pods.pods().Len())
+	if len(entries) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("Recovered %d device allocations of %d pods from the runtime's containers", len(entries), m.pods.pods().Len())
+	m.nodeEvent(v1.EventTypeNormal, ReasonAllocationsRecovered, msg)
+	return m.writeCheckpointLocked()
+}

@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/devicemanager/checkpoint"
+)
+
+// When the device checkpoint is lost while berth is down (corrupt, or a
+// directory in its place), berth moves it aside, reports it, starts, and
+// recovers from the runtime's containers which devices they hold: a new pod
+// never gets a device that a running pod holds, and the running pod keeps
+// its device, also when its container restarts. Three widgets, one held:
+// a pod asking for two must get the two free ones (berth before this fix
+// gave it w0 and w1, and the directory stopped it at every start).
+func TestDeviceCheckpointLostRecoveredFromRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"corrupt", func(t *testing.T, path string) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The holder's w0 renamed, the checksum kept: a torn file.
+			corrupt := strings.Replace(string(data), `"w0"`, `"w9"`, 1)
+			if corrupt == string(data) {
+				t.Fatalf("checkpoint has no w0 to corrupt: %s", data)
+			}
+			if err := os.WriteFile(path, []byte(corrupt), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"directory", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(path, "inside"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNode(t)
+			p := startWidgets(t, n)
+			n.waitAllocatable(3)
+			n.writeManifest("holder.yaml", widgetPod("holder", 1))
+			holder := n.waitRunning("holder", 60*time.Second)
+			n.wantWidgets(holder, "w0")
+			id := containerID(t, holder, "app")
+
+			n.stop()
+			ckpt := filepath.Join(n.devicePlugins, checkpoint.FileName)
+			tc.damage(t, ckpt)
+			registrations := p.Calls().Registrations
+			n.start()
+			if err := p.WaitRegistered(t.Context(), registrations+1); err != nil {
+				t.Fatalf("the plugin did not register again: %v", err)
+			}
+			n.waitAllocatable(3)
+			n.wantLostCheckpointHandled(ckpt, holder)
+
+			// The new pod gets the two free widgets; the holder keeps w0.
+			n.writeManifest("pair.yaml", widgetPod("pair", 2))
+			pair := n.waitRunning("pair", 60*time.Second)
+			n.wantWidgets(pair, "w1,w2")
+			holder = n.waitRunning("holder", 10*time.Second)
+			if got := containerID(t, holder, "app"); got != id {
+				t.Errorf("the holder's container changed: %s -> %s", id, got)
+			}
+			n.wantWidgets(holder, "w0")
+
+			// A third pod finds no widget: the kubelet's admission refuses it.
+			n.writeManifest("third.yaml", widgetPod("third", 1))
+			waitFor(t, 30*time.Second, "third rejected", func() (bool, string) {
+				p := n.pod("third")
+				return p != nil && p.Status.Phase == v1.PodFailed && p.Status.Reason == devicemanager.ReasonUnexpectedAdmissionError, describe(p)
+			})
+
+			// The holder's container restarts: the recovered allocation gives
+			// it w0 again, with what the plugin answers for it.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			if err := n.cri.StopContainer(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 60*time.Second, "holder's container restarted", func() (bool, string) {
+				p := n.pod("holder")
+				if p == nil || p.Status.Phase != v1.PodRunning || !podReady(p) || len(p.Status.ContainerStatuses) != 1 {
+					return false, describe(p)
+				}
+				return p.Status.ContainerStatuses[0].RestartCount == 1, describe(p)
+			})
+			n.wantWidgets(n.pod("holder"), "w0")
+		})
+	}
+}
+
+// wantWidgets checks the widgets a pod's container sees: the plugin's
+// WIDGET_DEVICES and a character device for each.
+func (n *node) wantWidgets(pod *v1.Pod, want string) {
+	n.t.Helper()
+	out := n.exec(pod, "app", "sh", "-c", `echo "$WIDGET_DEVICES"; for d in /dev/w*; do test -c $d && echo $d; done`)
+	wantFields := []string{want}
+	for _, w := range strings.Split(want, ",") {
+		wantFields = append(wantFields, "/dev/"+w)
+	}
+	if got := strings.Fields(out); !slices.Equal(got, wantFields) {
+		n.t.Errorf("pod %s sees widgets %q, want %q", pod.Name, got, wantFields)
+	}
+}
+
+// wantLostCheckpointHandled checks that the bad checkpoint was moved aside
+// and reported, and that a new one records what the holder holds.
+func (n *node) wantLostCheckpointHandled(ckpt string, holder *v1.Pod) {
+	t := n.t
+	t.Helper()
+	var reasons []string
+	waitFor(t, 30*time.Second, "a DeviceCheckpointCorrupt node event", func() (bool, string) {
+		reasons = nil
+		for _, e := range n.nodeEvents() {
+			reasons = append(reasons, e.Reason)
+		}
+		return slices.Contains(reasons, devicemanager.ReasonCheckpointCorrupt), strings.Join(reasons, ",")
+	})
+	if !slices.Contains(reasons, devicemanager.ReasonAllocationsRecovered) {
+		t.Errorf("no %s node event: %q", devicemanager.ReasonAllocationsRecovered, reasons)
+	}
+	if moved, _ := filepath.Glob(ckpt + ".corrupt-*"); len(moved) != 1 {
+		t.Errorf("quarantined checkpoints: %v", moved)
+	}
+	var got []string
+	for _, a := range n.devices().Allocations {
+		got = append(got, a.PodUID+"/"+a.Container+"="+strings.Join(a.DeviceIDs, ","))
+	}
+	if want := []string{string(holder.UID) + "/app=w0"}; !slices.Equal(got, want) {
+		t.Errorf("allocations after the restart: %q, want %q", got, want)
+	}
+	data, err := checkpoint.Read(n.devicePlugins)
+	if err != nil {
+		t.Errorf("no new checkpoint: %v", err)
+		return
+	}
+	entries, _, _, err := checkpoint.Decode(data)
+	if err != nil || len(entries) != 1 || entries[0].PodUID != string(holder.UID) ||
+		!slices.Equal(entries[0].DeviceIDs[-1], []string{"w0"}) {
+		t.Errorf("new checkpoint entries = %+v (%v)", entries, err)
+	}
+}
