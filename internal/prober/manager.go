@@ -84,7 +84,7 @@ func NewManager(runner ProbeRunner, statuses StatusSource, recorder EventRecorde
 		if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
 			return nil, fmt.Errorf("probe state directory: %w", err)
 		}
-		if results, err = loadState(statePath, log); err != nil {
+		if results, err = loadState(statePath, clk.Now(), recorder, log); err != nil {
 			return nil, err
 		}
 	}
