@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,15 +48,27 @@ type nodeEvents interface {
 	NodeEvent(eventType, reason, message string)
 }
 
-// loadState reads the results saved at path. A missing file is an empty
-// state. A file that does not decode or validate, or anything other than a
+// loadState creates path's directory if missing and reads the results
+// saved at path. A missing file is an empty state. A file that does not decode or validate, or anything other than a
 // regular file in its place (a directory, a fifo, a symlink), is never
 // trusted: it is logged, reported as a node event if recorder has them,
 // moved aside to path+".corrupt-<now in UTC>" for a human to look at, and
 // berth starts empty (readiness then begins at Failure, as for new
 // containers). The results are a cache of what the probes will find again,
-// so nothing in the file is worth stopping berth for.
+// so nothing in the file is worth stopping berth for; nor is a file in the
+// directory's place, which is moved aside the same way.
 func loadState(path string, now time.Time, recorder EventRecorder, log *slog.Logger) (map[resultKey]cachedResult, error) {
+	dir := filepath.Dir(path)
+	moved, err := quarantine.MkdirAll(dir, 0o700, now)
+	if err != nil {
+		return nil, fmt.Errorf("probe state directory: %w", err)
+	}
+	if moved != "" {
+		log.Error("the probe state directory was not a directory; moved aside, starting with no saved probe results",
+			"path", dir, "movedTo", moved)
+		reportCorrupt(recorder, fmt.Sprintf("Probe state directory %s was not a directory; moved to %s; starting with no saved probe results", dir, moved))
+		return map[resultKey]cachedResult{}, nil
+	}
 	data, err := quarantine.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[resultKey]cachedResult{}, nil
@@ -79,10 +92,14 @@ func loadState(path string, now time.Time, recorder EventRecorder, log *slog.Log
 			"path", path, "movedTo", aside, "err", err)
 		msg += fmt.Sprintf("moved to %s; starting with no saved probe results", aside)
 	}
+	reportCorrupt(recorder, msg)
+	return map[resultKey]cachedResult{}, nil
+}
+
+func reportCorrupt(recorder EventRecorder, msg string) {
 	if r, ok := recorder.(nodeEvents); ok {
 		r.NodeEvent(v1.EventTypeWarning, ReasonStateCorrupt, msg)
 	}
-	return map[resultKey]cachedResult{}, nil
 }
 
 func decodeState(data []byte) (map[resultKey]cachedResult, error) {

@@ -266,3 +266,24 @@ func TestSaveFailureIsReported(t *testing.T) {
 		t.Errorf("state file %q, %v", data, err)
 	}
 }
+
+// A file where the state's directory belongs is moved aside; berth starts
+// empty and saves its state again.
+func TestStateDirectoryReplacedByAFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "probes")
+	if err := os.WriteFile(dir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessAt(t, filepath.Join(dir, "state.json"), start)
+	aside := quarantine.Name(dir, start, 0)
+	if got, err := os.ReadFile(aside); err != nil || string(got) != "x" {
+		t.Errorf("set-aside file holds %q, %v", got, err)
+	}
+	wantCorruptEvent(t, h, dir, aside)
+	h.m.AddPod(pod("u1", container("app", nil, spec(1, 1, 3, 0), nil)))
+	h.statuses.set("u1", runningStatus(start, "app", "c1"))
+	h.advance(500 * time.Millisecond)
+	if err := h.m.flush(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -119,6 +119,32 @@ func TestStateFileProbeStateDirectory(t *testing.T) {
 	n.waitRegularFile(n.probeState())
 }
 
+// A file where the probes directory belongs does not stop berth either:
+// it is moved aside and reported, and the state saved again.
+func TestStateFileProbeDirectoryIsAFile(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("ready.yaml", readyProber("ready"))
+	n.waitRunning("ready", 60*time.Second)
+	n.waitRegularFile(n.probeState())
+
+	n.kill9()
+	dir := filepath.Dir(n.probeState())
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	n.waitRunning("ready", 60*time.Second)
+	moved := setAside(t, dir)
+	if len(moved) != 1 {
+		t.Fatalf("set aside: %v, want the file", moved)
+	}
+	n.waitNodeEvent("ProbeStateCorrupt", dir, "moved to "+moved[0])
+	n.waitRegularFile(n.probeState())
+}
+
 // A probe state file corrupted twice keeps both copies: the second is not
 // written over the first.
 func TestStateFileProbeStateCorruptTwice(t *testing.T) {
@@ -189,6 +215,37 @@ func TestStateFileTerminalRecordWrongTypes(t *testing.T) {
 	// berth runs pods as usual.
 	n.writeManifest("web.yaml", sleeper("web", "x"))
 	n.waitRunning("web", 60*time.Second)
+}
+
+// Files where the directories of the evicted pods' records and of the
+// applied pods belong do not stop berth: they are moved aside and
+// reported, and both stores work.
+func TestStateFileStoreDirectoriesAreFiles(t *testing.T) {
+	n := startNode(t)
+	n.kill9()
+	terminal, local := filepath.Join(n.root, "terminal-pods"), filepath.Join(n.root, "local-pods")
+	for _, dir := range []string{terminal, local} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.start()
+	for _, dir := range []string{terminal, local} {
+		if moved := setAside(t, dir); len(moved) != 1 {
+			t.Errorf("%s: set aside %v, want the file", dir, moved)
+		}
+	}
+	n.waitNodeEvent("TerminalPodRecordCorrupt", terminal+": not a directory; moved to "+terminal+".corrupt-")
+	if log := n.berthLog(); !strings.Contains(log, "the local pod store's directory was not a directory") {
+		t.Errorf("the log does not report the local pod store's directory")
+	}
+	if out, err := n.apply(sleeper("web", "x")); err != nil {
+		t.Fatalf("berth apply = %q, %v", out, err)
+	}
+	n.waitAPIRunning("web", "", 60*time.Second)
 }
 
 // startFails runs berth on n's root dir, with extra flags that make it
