@@ -147,7 +147,7 @@ func TestDirBrokenBesideGood(t *testing.T) {
 	writeAtomically(t, filepath.Join(dir, "broken.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: [\n")
 	writeAtomically(t, filepath.Join(dir, "good.yaml"), podManifest("good", "busybox"))
 	s, _ := h.next("the good pod and one error", func(s Snapshot) bool { return hasPods("good-node-1")(s) && len(s.Errors) == 1 })
-	if e := s.Errors[0]; e.Path != filepath.Join(dir, "broken.yaml") || e.Name != "broken-node-1" {
+	if e := s.Errors[0]; e.Path != filepath.Join(dir, "broken.yaml") || e.Name != "broken.yaml-node-1" {
 		t.Errorf("error %+v, want one naming broken.yaml", e)
 	}
 }

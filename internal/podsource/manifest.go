@@ -91,10 +91,10 @@ func staticPod(doc document, path, nodeName string) (*v1.Pod, *ManifestError) {
 }
 
 // fileError is an error about a whole file, named after the file until the
-// document says better.
+// document says better. The name keeps the file's extension: web.yaml and
+// web.json, both unreadable, are two reports, not one.
 func fileError(path, nodeName string, err error) ManifestError {
-	base := filepath.Base(path)
-	base = strings.ToLower(strings.TrimSuffix(base, filepath.Ext(base)))
+	base := strings.ToLower(filepath.Base(path))
 	return ManifestError{
 		Path:      path,
 		Namespace: metav1.NamespaceDefault,

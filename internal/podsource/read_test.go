@@ -139,7 +139,7 @@ func TestReadDirErrorIdentity(t *testing.T) {
 		got = append(got, ident{filepath.Base(e.Path), e.Namespace, e.Name, e.Index, e.Line})
 	}
 	want := []ident{
-		{"Web.Pod.yaml", "default", "web.pod-node-1", 0, 1},
+		{"Web.Pod.yaml", "default", "web.pod.yaml-node-1", 0, 1},
 		{"db.yaml", "data", "db-node-1", 0, 1},
 		{"multi.yaml", "default", "svc-node-1", 1, 10},
 	}
@@ -154,6 +154,24 @@ func TestReadDirErrorIdentity(t *testing.T) {
 	var fe FieldErrors
 	if !errors.As(s.Errors[1].Err, &fe) || fe[0].Field != "spec.containers" || fe[0].Type != field.ErrorTypeRequired {
 		t.Errorf("db.yaml error %v: want FieldErrors with spec.containers Required", s.Errors[1].Err)
+	}
+}
+
+// Two unreadable files of one stem are two reports, each named after its
+// own file, not one pod shown twice under the same name.
+func TestReadDirSameStemErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"web.yaml": "apiVersion: v1\nkind: Pod\nmetadata: [\n",
+		"web.json": "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": [",
+	})
+	s := ReadDir(dir, "node-1")
+	var got []string
+	for _, e := range s.Errors {
+		got = append(got, filepath.Base(e.Path)+" "+e.Namespace+"/"+e.Name)
+	}
+	if want := []string{"web.json default/web.json-node-1", "web.yaml default/web.yaml-node-1"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("errors %q, want %q", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package podsource
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/atomicfile"
+	"github.com/berth-dev/berth/internal/quarantine"
 )
 
 // StoreDirName is the store's directory in berth's root dir; <root>/pods
@@ -38,7 +40,9 @@ const (
 // ApiserverSource pods, for a node without an API server), one file each,
 // written atomically, so that they survive restarts and kill -9. A file that
 // cannot be trusted at start is quarantined and reported as an error of the
-// snapshot until a pod of that name is applied or deleted.
+// snapshot until a pod of that name is applied or deleted, across restarts:
+// the quarantined file itself is the record that the pod was lost, so a
+// start that fails after moving it aside loses nothing.
 type Store struct {
 	dir      string
 	nodeName string
@@ -49,14 +53,19 @@ type Store struct {
 
 	mu   sync.Mutex
 	pods map[string]*v1.Pod       // by namespace/name, as decoded from its file
-	errs map[string]ManifestError // by namespace/name: files quarantined at start
+	errs map[string]ManifestError // by namespace/name: files quarantined and not yet acted on
+	// aside holds, by namespace/name, the quarantined files that are still
+	// reported: the user has neither applied nor deleted the name since.
+	aside map[string][]string
 }
 
 // OpenStore opens the store in dir, creating it if missing, and loads every
 // pod file. Stale temporary files of an interrupted write are removed; a
 // file that fails verification is logged, quarantined and reported by
-// Snapshot, and never stops the other pods from loading. Only a directory
-// that cannot be created or listed is an error. A nil logger discards.
+// Snapshot, and never stops the other pods from loading; so is a file
+// quarantined at an earlier start that no one acted on. Only a directory
+// that cannot be created or listed is an error (anything else in its place
+// is moved aside). A nil logger discards.
 func OpenStore(dir, nodeName string, clk clock.PassiveClock, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -69,10 +78,15 @@ func OpenStore(dir, nodeName string, clk clock.PassiveClock, log *slog.Logger) (
 		changed:  make(chan struct{}, 1),
 		pods:     map[string]*v1.Pod{},
 		errs:     map[string]ManifestError{},
+		aside:    map[string][]string{},
 	}
 	// Owner-only: a pod's environment may hold credentials.
-	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+	moved, err := quarantine.MkdirAll(s.dir, 0o700, clk.Now())
+	if err != nil {
 		return nil, fmt.Errorf("local pod store: %w", err)
+	}
+	if moved != "" {
+		s.log.Error("the local pod store's directory was not a directory; moved aside, starting empty", "movedTo", moved)
 	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -81,6 +95,7 @@ func OpenStore(dir, nodeName string, clk clock.PassiveClock, log *slog.Logger) (
 	for _, e := range entries {
 		s.load(e)
 	}
+	s.reportEarlierQuarantines()
 	s.log.Info("local pods loaded", "pods", len(s.pods), "quarantined", len(s.errs))
 	return s, nil
 }
@@ -103,38 +118,110 @@ func (s *Store) load(e fs.DirEntry) {
 		}
 		return
 	}
+	if orig, _, ok := quarantine.Parse(e.Name()); ok {
+		if namespace, name, ok := parseStoreFileName(orig); ok {
+			k := namespace + "/" + name
+			s.aside[k] = append(s.aside[k], path)
+			return
+		}
+	}
 	namespace, name, ok := parseStoreFileName(e.Name())
 	switch {
-	case !ok && strings.Contains(e.Name(), storeFileExt+quarantineSuffix):
-		return // reported when it was set aside; kept as evidence
+	case !ok && strings.Contains(e.Name(), storeFileExt+quarantine.Infix):
+		return // set aside and acted on (forgotten); kept as evidence
 	case !ok:
 		s.log.Warn("ignoring a file the local pod store did not write", "path", path)
 		return
 	}
-	pod, err := s.readFile(path, e, namespace, name)
+	pod, err := s.readFile(path, namespace, name)
 	if err == nil {
 		s.pods[namespace+"/"+name] = pod
 		return
 	}
-	s.log.Error("local pod file cannot be trusted; quarantining it", "path", path, "pod", namespace+"/"+name, "err", err)
-	if to, qerr := quarantine(path, s.clk.Now()); qerr != nil {
+	k := namespace + "/" + name
+	s.log.Error("local pod file cannot be trusted; quarantining it", "path", path, "pod", k, "err", err)
+	if to, qerr := quarantine.Move(path, s.clk.Now()); qerr != nil {
 		s.log.Error("quarantining a local pod file failed; it stays ignored", "path", path, "err", qerr)
 		err = fmt.Errorf("%w (not quarantined: %v)", err, qerr)
 	} else {
 		err = fmt.Errorf("%w (quarantined as %s)", err, to)
+		s.aside[k] = append(s.aside[k], to)
 	}
-	s.errs[namespace+"/"+name] = ManifestError{Path: path, Namespace: namespace, Name: name, Err: err}
+	s.errs[k] = ManifestError{Path: path, Namespace: namespace, Name: name, Err: err}
 }
 
-func (s *Store) readFile(path string, e fs.DirEntry, namespace, name string) (*v1.Pod, error) {
-	if !e.Type().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", e.Type())
+// reportEarlierQuarantines reports the pods whose files an earlier start
+// quarantined, unless a pod of the name has been stored since: each is
+// reported with its latest quarantined file and the reason, read again.
+func (s *Store) reportEarlierQuarantines() {
+	for k, paths := range s.aside {
+		if _, ok := s.pods[k]; ok {
+			continue // applied again since; the evidence stays as it is
+		}
+		if _, ok := s.errs[k]; ok {
+			continue // quarantined at this start, with its reason
+		}
+		latest := slices.MaxFunc(paths, compareQuarantined)
+		namespace, name, _ := strings.Cut(k, "/")
+		err := s.verify(latest, namespace, name)
+		if err == nil {
+			// A newer berth may trust what an older one did not; the
+			// user decides still.
+			err = errors.New("set aside at an earlier start")
+		}
+		err = fmt.Errorf("%w (quarantined as %s)", err, latest)
+		s.log.Error("a local pod was quarantined at an earlier start and is not run; apply it again or delete it",
+			"pod", k, "file", latest, "err", err)
+		s.errs[k] = ManifestError{Path: filepath.Join(s.dir, storeFileName(namespace, name)), Namespace: namespace, Name: name, Err: err}
 	}
-	data, err := os.ReadFile(path)
+}
+
+// compareQuarantined orders two quarantined files of one name by when they
+// were set aside, and by the counter of those set aside at one instant.
+func compareQuarantined(a, b string) int {
+	_, ta, _ := quarantine.Parse(filepath.Base(a))
+	_, tb, _ := quarantine.Parse(filepath.Base(b))
+	return cmp.Or(ta.Compare(tb), cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+}
+
+// verify gives the reason a quarantined file is not trusted, as when it
+// was set aside. It is verified as the file of namespace/name that it was.
+func (s *Store) verify(path, namespace, name string) error {
+	_, err := s.readFile(path, namespace, name)
+	return err
+}
+
+// readFile reads and verifies the file of namespace/name at path.
+func (s *Store) readFile(path, namespace, name string) (*v1.Pod, error) {
+	data, err := quarantine.ReadFile(path)
+	if nr := (*quarantine.NotRegularError)(nil); errors.As(err, &nr) {
+		// The report names the file already.
+		return nil, fmt.Errorf("is a %s, not a regular file", quarantine.TypeName(nr.Type))
+	}
 	if err != nil {
 		return nil, err
 	}
 	return decodeRecord(data, namespace, name, s.nodeName)
+}
+
+// forget marks the quarantined files of k as acted on, durably: the user
+// applied or deleted the name, and a restart must not report them again.
+// The files stay, renamed, as evidence. Called with s.mu held.
+func (s *Store) forget(k string) error {
+	var errs []error
+	for _, p := range s.aside[k] {
+		if err := os.Rename(p, p+forgottenSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(s.aside[k]) > 0 {
+		errs = append(errs, syncDir(s.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("forgetting the quarantined files of %s: %w", k, err)
+	}
+	delete(s.aside, k)
+	return nil
 }
 
 // Apply stores a pod from DecodeAPIPods: a new name is created, the same
@@ -168,6 +255,10 @@ func (s *Store) Apply(pod *v1.Pod) (*v1.Pod, Applied, error) {
 	}
 	s.pods[k] = stored
 	delete(s.errs, k)
+	if err := s.forget(k); err != nil {
+		// The stored pod wins over its quarantined files at a restart.
+		s.log.Warn("the pod is stored; its quarantined files stay as they are", "pod", k, "err", err)
+	}
 	s.notify()
 	applied := PodCreated
 	if old != nil {
@@ -187,6 +278,9 @@ func (s *Store) Delete(namespace, name string) (*v1.Pod, error) {
 	pod, ok := s.pods[k]
 	if !ok {
 		if _, broken := s.errs[k]; broken {
+			if err := s.forget(k); err != nil {
+				return nil, fmt.Errorf("deleting pod %s: %w", k, err)
+			}
 			delete(s.errs, k)
 			s.notify()
 			s.log.Info("quarantined local pod forgotten", "pod", k)
@@ -196,6 +290,9 @@ func (s *Store) Delete(namespace, name string) (*v1.Pod, error) {
 	}
 	if err := removeFile(filepath.Join(s.dir, storeFileName(namespace, name))); err != nil {
 		return nil, fmt.Errorf("deleting pod %s: %w", k, err)
+	}
+	if err := s.forget(k); err != nil {
+		s.log.Warn("the pod is deleted; its quarantined files may be reported again after a restart", "pod", k, "err", err)
 	}
 	delete(s.pods, k)
 	s.notify()

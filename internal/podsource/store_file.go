@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -23,10 +22,10 @@ const (
 	storeFileExt = ".json"
 	// checksumPrefix names the hash of a record's checksum.
 	checksumPrefix = "sha256:"
-	// quarantineSuffix and quarantineTime name a file set aside: sortable,
-	// UTC, no spaces or colons, as the device manager's checkpoint.
-	quarantineSuffix = ".corrupt-"
-	quarantineTime   = "20060102T150405.000000000Z"
+	// forgottenSuffix ends the name of a quarantined file once the user
+	// acted on its pod (applied or deleted the name): it is evidence still,
+	// but no longer reported.
+	forgottenSuffix = ".forgotten"
 )
 
 // record is one store file. The checksum covers the pod's compact JSON, so
@@ -124,26 +123,6 @@ func unmarshalStrict(data []byte, v any) error {
 		return utilerrors.NewAggregate(strict)
 	}
 	return nil
-}
-
-// quarantine moves a store file that cannot be trusted aside, to
-// <path>.corrupt-<now in UTC>, keeping the evidence, and returns where. It
-// refuses to replace an earlier quarantined file of the same name.
-func quarantine(path string, now time.Time) (string, error) {
-	to := path + quarantineSuffix + now.UTC().Format(quarantineTime)
-	switch _, err := os.Lstat(to); {
-	case err == nil:
-		return "", fmt.Errorf("quarantine %s: %s already exists", path, to)
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("quarantine %s: %w", path, err)
-	}
-	if err := os.Rename(path, to); err != nil {
-		return "", fmt.Errorf("quarantine %s: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return "", fmt.Errorf("quarantine %s: %w", path, err)
-	}
-	return to, nil
 }
 
 // removeFile removes path durably: once it returns, a crash cannot bring

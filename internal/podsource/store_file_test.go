@@ -3,13 +3,13 @@ package podsource
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/quarantine"
 )
 
 // storedPod is a pod as the store keeps it: decoded from a request, with a UID.
@@ -135,33 +135,20 @@ func TestStoreFileName(t *testing.T) {
 	}
 }
 
-func TestQuarantine(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "default_web.json")
-	now := time.Date(2024, 5, 1, 10, 0, 0, 5, time.FixedZone("x", 3600))
-	for i := 0; i < 2; i++ {
-		if err := os.WriteFile(path, []byte("junk"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		to, err := quarantine(path, now)
-		if i == 1 {
-			// Same clock reading: the earlier evidence is not overwritten.
-			if err == nil || !strings.Contains(err.Error(), "already exists") {
-				t.Fatalf("second quarantine = %q, %v; want refused", to, err)
-			}
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := path + ".corrupt-20240501T090000.000000005Z"; to != want {
-			t.Errorf("quarantined as %s, want %s", to, want)
-		}
-		if data, err := os.ReadFile(to); err != nil || string(data) != "junk" {
-			t.Errorf("evidence: %q, %v", data, err)
-		}
-		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			t.Errorf("%s still there: %v", path, err)
+func TestCompareQuarantined(t *testing.T) {
+	t0 := storeTime
+	older := quarantine.Name("/s/default_web.json", t0, 0)
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{older, quarantine.Name("/s/default_web.json", t0.Add(time.Nanosecond), 0), -1},
+		{quarantine.Name("/s/default_web.json", t0, 2), quarantine.Name("/s/default_web.json", t0, 10), -1},
+		{quarantine.Name("/s/default_web.json", t0, 1), older, 1},
+		{older, older, 0},
+	} {
+		if got := compareQuarantined(tc.a, tc.b); got != tc.want {
+			t.Errorf("compareQuarantined(%s, %s) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
 	}
 }

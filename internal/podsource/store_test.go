@@ -12,6 +12,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/internal/quarantine"
 )
 
 var storeTime = time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC)
@@ -208,11 +210,84 @@ func TestStoreQuarantinesCorruptFiles(t *testing.T) {
 		t.Errorf("snapshot %v, want %v", got, want)
 	}
 
-	// Quarantined files are evidence, not pods: the next start ignores them.
+	// Quarantined files are evidence, not pods; those acted on (bad
+	// applied again, junk deleted) are forgotten, while the one no one
+	// acted on is reported again at the next start, with its reason.
 	s = openStore(t, dir)
-	if got, want := snapshotNames(s.Snapshot()), []string{"default/bad", "default/good"}; !equalNames(got, want) {
+	snap = s.Snapshot()
+	if got, want := snapshotNames(snap), []string{"default/bad", "default/good", "error default/dir"}; !equalNames(got, want) {
 		t.Errorf("after another restart: %v, want %v", got, want)
 	}
+	if len(snap.Errors) == 1 {
+		e := snap.Errors[0]
+		if want := filepath.Join(dir, "default_dir.json") + ": is a directory, not a regular file (quarantined as " +
+			filepath.Join(dir, "default_dir.json") + ".corrupt-"; !strings.HasPrefix(e.Error(), want) {
+			t.Errorf("error after a restart %q, want it to start %q", e, want)
+		}
+	}
+	if pod, err := s.Delete("default", "dir"); err != nil || pod != nil {
+		t.Errorf("deleting a quarantined pod after a restart: %v, %v", pod, err)
+	}
+	s = openStore(t, dir)
+	if got, want := snapshotNames(s.Snapshot()), []string{"default/bad", "default/good"}; !equalNames(got, want) {
+		t.Errorf("after deleting the last quarantined pod and a restart: %v, want %v", got, want)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(dir, "*.corrupt-*")); len(kept) != 3 {
+		t.Errorf("evidence kept: %v, want the 3 quarantined files", kept)
+	}
+}
+
+// A pod quarantined at a start that then failed (berth stopped before the
+// report reached anyone) is reported at the next start, until the user
+// acts. Quarantined again after the user applied it, it is reported with
+// its new file; the first stays as evidence.
+func TestStoreQuarantineSurvivesRestarts(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	apply(t, s, podManifest("victim", "busybox:1"), PodCreated)
+	file := filepath.Join(dir, "default_victim.json")
+	for i, content := range []string{"{\"checks", "{\"checksum\": 7}"} {
+		if i == 1 {
+			apply(t, s, podManifest("victim", "busybox:1"), PodCreated) // forgets the first
+		}
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		openStore(t, dir) // quarantines it, then "fails"
+		for range 2 {
+			s = openStore(t, dir)
+			snap := s.Snapshot()
+			if got, want := snapshotNames(snap), []string{"error default/victim"}; !equalNames(got, want) {
+				t.Fatalf("round %d: snapshot %v, want %v", i, got, want)
+			}
+			if msg := snap.Errors[0].Error(); !strings.HasPrefix(msg, file+": ") || !strings.Contains(msg, "(quarantined as "+quarantine.Name(file, storeTime, 0)+")") {
+				t.Errorf("round %d: error %q does not name the file and its latest quarantined copy", i, msg)
+			}
+		}
+	}
+	if kept, _ := filepath.Glob(file + ".corrupt-*"); len(kept) != 2 {
+		t.Errorf("evidence kept: %v, want both quarantined files", kept)
+	}
+	if _, err := s.Delete("default", "victim"); err != nil {
+		t.Fatal(err)
+	}
+	if snap := openStore(t, dir).Snapshot(); len(snap.Errors)+len(snap.Pods) != 0 {
+		t.Errorf("after delete and restart: %v", snapshotNames(snap))
+	}
+}
+
+// A file in place of the store's directory is moved aside; the store
+// opens empty.
+func TestStoreDirectoryReplacedByAFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	if err := os.WriteFile(dir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, dir)
+	if _, err := os.Stat(quarantine.Name(dir, storeTime, 0)); err != nil {
+		t.Errorf("not moved aside: %v", err)
+	}
+	apply(t, s, podManifest("web", "busybox:1"), PodCreated)
 }
 
 func TestOpenStoreFails(t *testing.T) {

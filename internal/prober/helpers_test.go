@@ -112,8 +112,21 @@ func (f *fakeRunner) Run(ctx context.Context, p *v1.Probe, _ *v1.Pod, c *v1.Cont
 type event struct{ eventType, reason, message string }
 
 type fakeRecorder struct {
-	mu     sync.Mutex
-	events []event
+	mu         sync.Mutex
+	events     []event
+	nodeEvents []event
+}
+
+func (f *fakeRecorder) NodeEvent(eventType, reason, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodeEvents = append(f.nodeEvents, event{eventType, reason, message})
+}
+
+func (f *fakeRecorder) allNode() []event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]event(nil), f.nodeEvents...)
 }
 
 func (f *fakeRecorder) Event(_ *v1.Pod, eventType, reason, message string) {

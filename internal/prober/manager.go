@@ -14,10 +14,7 @@ package prober
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -81,10 +78,7 @@ func NewManager(runner ProbeRunner, statuses StatusSource, recorder EventRecorde
 	}
 	results := map[resultKey]cachedResult{}
 	if statePath != "" {
-		if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
-			return nil, fmt.Errorf("probe state directory: %w", err)
-		}
-		if results, err = loadState(statePath, log); err != nil {
+		if results, err = loadState(statePath, clk.Now(), recorder, log); err != nil {
 			return nil, err
 		}
 	}

@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/atomicfile"
+	"github.com/berth-dev/berth/internal/quarantine"
 )
 
 // The state file remembers readiness and startup results by container ID, so
@@ -36,29 +38,68 @@ type containerState struct {
 	Startup   *Result   `json:"startup,omitempty"`
 }
 
-// loadState reads the results saved at path. A missing file is an empty
-// state. A file that does not decode or validate is never trusted: it is
-// logged, moved aside to path+".corrupt" for a human to look at, and berth
-// starts empty (readiness then begins at Failure, as for new containers).
-func loadState(path string, log *slog.Logger) (map[resultKey]cachedResult, error) {
-	data, err := os.ReadFile(path)
+// ReasonStateCorrupt is the node event of a probe state file that could
+// not be trusted.
+const ReasonStateCorrupt = "ProbeStateCorrupt"
+
+// nodeEvents is what loadState reports to: berth's recorder has node events
+// as well as pod events.
+type nodeEvents interface {
+	NodeEvent(eventType, reason, message string)
+}
+
+// loadState creates path's directory if missing and reads the results
+// saved at path. A missing file is an empty state. A file that does not decode or validate, or anything other than a
+// regular file in its place (a directory, a fifo, a symlink), is never
+// trusted: it is logged, reported as a node event if recorder has them,
+// moved aside to path+".corrupt-<now in UTC>" for a human to look at, and
+// berth starts empty (readiness then begins at Failure, as for new
+// containers). The results are a cache of what the probes will find again,
+// so nothing in the file is worth stopping berth for; nor is a file in the
+// directory's place, which is moved aside the same way.
+func loadState(path string, now time.Time, recorder EventRecorder, log *slog.Logger) (map[resultKey]cachedResult, error) {
+	dir := filepath.Dir(path)
+	moved, err := quarantine.MkdirAll(dir, 0o700, now)
+	if err != nil {
+		return nil, fmt.Errorf("probe state directory: %w", err)
+	}
+	if moved != "" {
+		log.Error("the probe state directory was not a directory; moved aside, starting with no saved probe results",
+			"path", dir, "movedTo", moved)
+		reportCorrupt(recorder, fmt.Sprintf("Probe state directory %s was not a directory; moved to %s; starting with no saved probe results", dir, moved))
+		return map[resultKey]cachedResult{}, nil
+	}
+	data, err := quarantine.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[resultKey]cachedResult{}, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, quarantine.ErrNotRegular) {
 		return nil, fmt.Errorf("read probe state: %w", err)
 	}
-	results, err := decodeState(data)
-	if err != nil {
-		aside := path + ".corrupt"
+	var results map[resultKey]cachedResult
+	if err == nil {
+		if results, err = decodeState(data); err == nil {
+			return results, nil
+		}
+	}
+	msg := fmt.Sprintf("Probe state file %s cannot be trusted (%v); ", path, err)
+	aside, qerr := quarantine.Move(path, now)
+	if qerr != nil {
+		log.Error("cannot move the corrupt probe state file aside", "path", path, "err", qerr)
+		msg += fmt.Sprintf("it could not be moved aside (%v); starting with no saved probe results", qerr)
+	} else {
 		log.Error("probe state file is corrupt; moved aside, starting with no saved probe results",
 			"path", path, "movedTo", aside, "err", err)
-		if rerr := os.Rename(path, aside); rerr != nil {
-			log.Error("cannot move the corrupt probe state file aside", "path", path, "err", rerr)
-		}
-		return map[resultKey]cachedResult{}, nil
+		msg += fmt.Sprintf("moved to %s; starting with no saved probe results", aside)
 	}
-	return results, nil
+	reportCorrupt(recorder, msg)
+	return map[resultKey]cachedResult{}, nil
+}
+
+func reportCorrupt(recorder EventRecorder, msg string) {
+	if r, ok := recorder.(nodeEvents); ok {
+		r.NodeEvent(v1.EventTypeWarning, ReasonStateCorrupt, msg)
+	}
 }
 
 func decodeState(data []byte) (map[resultKey]cachedResult, error) {

@@ -15,10 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/atomicfile"
+	"github.com/berth-dev/berth/internal/quarantine"
 )
 
 // terminalExt names the files of a TerminalStore; quarantined files get
-// ".corrupt-<time>" after it.
+// quarantine's ".corrupt-<time>" after it.
 const terminalExt = ".json"
 
 // TerminalStore remembers, on disk, the pods berth stopped for good while
@@ -39,22 +40,29 @@ type terminalRecord struct {
 }
 
 // OpenTerminalStore reads every record in dir (creating it if needed). A
-// record that cannot be trusted (undecodable, for another UID, not Failed)
-// is renamed aside and reported in the returned list of problems; it never
-// stops the others from loading.
+// record that cannot be trusted (undecodable, for another UID, not Failed,
+// not a regular file) is moved aside and reported in the returned list of
+// problems; it never stops the others from loading. So is anything but a
+// directory in dir's place.
 func OpenTerminalStore(dir string, now time.Time) (*TerminalStore, []error, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	var problems []error
+	moved, err := quarantine.MkdirAll(dir, 0o700, now)
+	if err != nil {
 		return nil, nil, fmt.Errorf("terminal pod store: %w", err)
+	}
+	if moved != "" {
+		problems = append(problems, fmt.Errorf("%s: not a directory; moved to %s", dir, moved))
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("terminal pod store: %w", err)
 	}
 	s := &TerminalStore{dir: dir, statuses: map[types.UID]v1.PodStatus{}}
-	var problems []error
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, terminalExt) || !e.Type().IsRegular() {
+		// Whatever is named <uid>.json is a record, or must be moved out
+		// of a record's way; atomicfile's temporary files start with a dot.
+		if !strings.HasSuffix(name, terminalExt) || strings.HasPrefix(name, ".") {
 			continue
 		}
 		path := filepath.Join(dir, name)
@@ -64,9 +72,8 @@ func OpenTerminalStore(dir string, now time.Time) (*TerminalStore, []error, erro
 			s.statuses[uid] = st
 			continue
 		}
-		to := path + ".corrupt-" + now.UTC().Format("20060102T150405Z")
-		if rerr := os.Rename(path, to); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("quarantine: %w", rerr))
+		if to, qerr := quarantine.Move(path, now); qerr != nil {
+			err = errors.Join(err, fmt.Errorf("quarantine: %w", qerr))
 		} else {
 			err = fmt.Errorf("%w; moved to %s", err, to)
 		}
@@ -76,9 +83,9 @@ func OpenTerminalStore(dir string, now time.Time) (*TerminalStore, []error, erro
 }
 
 func readTerminalRecord(path string, uid types.UID) (v1.PodStatus, error) {
-	data, err := os.ReadFile(path)
+	data, err := quarantine.ReadFile(path)
 	if err != nil {
-		return v1.PodStatus{}, fmt.Errorf("%s: %w", path, err)
+		return v1.PodStatus{}, err // it names the path
 	}
 	var rec terminalRecord
 	if err := json.Unmarshal(data, &rec); err != nil {

@@ -5,11 +5,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/quarantine"
 )
 
 var storeTime = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -97,5 +100,85 @@ func TestTerminalStoreQuarantinesBadRecords(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Errorf("a file that is not a record was touched: %v", err)
+	}
+}
+
+// Anything but a regular file named as a record is set aside and reported,
+// never skipped without a word, and never stops the store from opening.
+func TestTerminalStoreQuarantinesWrongFileTypes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "dir.json"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nowhere", filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	good := `{"uid":"good","status":{"phase":"Failed","reason":"Evicted"}}`
+	if err := os.WriteFile(filepath.Join(dir, "good.json"), []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, problems, err := OpenTerminalStore(dir, storeTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Get("good"); !ok {
+		t.Error("the good record did not load")
+	}
+	text := ""
+	for _, p := range problems {
+		text += p.Error() + "\n"
+	}
+	for _, c := range []struct{ name, kind string }{{"dir", "directory"}, {"fifo", "named pipe"}, {"link", "symbolic link"}} {
+		path := filepath.Join(dir, c.name+".json")
+		aside := quarantine.Name(path, storeTime, 0)
+		if want := path + ": is a " + c.kind + ", not a regular file; moved to " + aside; !strings.Contains(text, want) {
+			t.Errorf("problems do not say %q:\n%s", want, text)
+		}
+		if _, err := os.Lstat(aside); err != nil {
+			t.Errorf("%s was not moved aside: %v", path, err)
+		}
+	}
+	if len(problems) != 3 {
+		t.Errorf("problems = %v, want 3", problems)
+	}
+}
+
+// A file where the store's directory belongs is moved aside: the store
+// opens, empty, and says so.
+func TestTerminalStoreDirectoryReplacedByAFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "terminal")
+	if err := os.WriteFile(dir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, problems, err := OpenTerminalStore(dir, storeTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := quarantine.Name(dir, storeTime, 0)
+	if len(problems) != 1 || problems[0].Error() != dir+": not a directory; moved to "+aside {
+		t.Errorf("problems = %v", problems)
+	}
+	if err := s.Put("a", evictedPodStatus("low on disk")); err != nil {
+		t.Errorf("the store does not work: %v", err)
+	}
+}
+
+// A record corrupted twice at the same instant keeps both copies.
+func TestTerminalStoreSecondCorruptionKeepsTheFirst(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.json")
+	for i, content := range []string{"first", "second"} {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, problems, err := OpenTerminalStore(dir, storeTime); err != nil || len(problems) != 1 {
+			t.Fatalf("open %d: %v, %v", i, problems, err)
+		}
+		if got, err := os.ReadFile(quarantine.Name(path, storeTime, i)); err != nil || string(got) != content {
+			t.Errorf("set-aside copy %d holds %q, %v", i, got, err)
+		}
 	}
 }

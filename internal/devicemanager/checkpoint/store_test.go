@@ -71,21 +71,29 @@ func TestQuarantine(t *testing.T) {
 		t.Errorf("checkpoint still readable after quarantine: %v", err)
 	}
 
-	// A second corrupt file at the same instant must not replace the first.
+	// A second corrupt file at the same instant must not replace the first;
+	// nor may a directory in the checkpoint's place stop the quarantine.
 	if err := Write(dir, []byte("corrupt again")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Quarantine(dir, now); err == nil {
-		t.Error("Quarantine replaced an earlier quarantined file")
+	second, err := Quarantine(dir, now)
+	if err != nil || second != want+"-1" {
+		t.Fatalf("second Quarantine at the same instant = %q, %v; want %q", second, err, want+"-1")
 	}
 	if b, _ := os.ReadFile(want); string(b) != "corrupt" {
 		t.Errorf("first quarantined file now holds %q", b)
+	}
+	if err := os.Mkdir(filepath.Join(dir, FileName), 0o700); err != nil {
+		t.Fatal(err)
 	}
 	later, err := Quarantine(dir, now.Add(time.Nanosecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := dirNames(t, dir); !slices.Equal(names, []string{filepath.Base(want), filepath.Base(later)}) {
+	if st, err := os.Lstat(later); err != nil || !st.IsDir() {
+		t.Errorf("the directory was not moved to %s: %v", later, err)
+	}
+	if names := dirNames(t, dir); !slices.Equal(names, []string{filepath.Base(want), filepath.Base(second), filepath.Base(later)}) {
 		t.Errorf("directory holds %v", names)
 	}
 }
