@@ -179,9 +179,10 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	volumes := volume.NewManager(cfg.RootDir, volume.NewMounter(), log)
 	deps := podworker.Deps{
 		Runtime:            rt.cri,
-		Volumes:            volume.NewManager(cfg.RootDir, volume.NewMounter(), log),
+		Volumes:            volumes,
 		Status:             statuses,
 		Clock:              clk,
 		Log:                log,
@@ -229,6 +230,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		log:      log,
 		clk:      clk,
 		cgroups:  cgroups,
+		podDirs:  volumes,
 		probes:   probes,
 		statuses: statuses,
 		pleg:     relist,

@@ -30,6 +30,7 @@ import (
 	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/v1helper"
+	"github.com/berth-dev/berth/internal/volume"
 )
 
 // syncLoop is the single owner of the desired pod set: it applies manifest
@@ -43,6 +44,8 @@ type syncLoop struct {
 	pleg     *pleg.PLEG
 	// cgroups is the pod cgroup tree; nil without cgroupsPerQOS.
 	cgroups *hierarchy.Hierarchy
+	// podDirs holds the pods' directories (<root>/pods/<uid>).
+	podDirs *volume.Manager
 	probes  *prober.Manager
 	devices *devicemanager.Manager
 	// terminal records the evicted pods; housekeeping forgets those whose
@@ -139,8 +142,8 @@ func syncLoopHealth(heartbeat int64, now time.Time, threshold time.Duration) err
 }
 
 // housekeep frees the devices of pods that are gone or terminal and removes
-// the cgroups of pods that are neither wanted, nor being killed, nor in the
-// runtime any more.
+// the cgroups and directories of pods that are neither wanted, nor being
+// killed, nor in the runtime any more.
 func (l *syncLoop) housekeep() {
 	if !l.sourceReady {
 		return
@@ -160,24 +163,33 @@ func (l *syncLoop) housekeep() {
 			l.log.Warn("forgetting evicted pods that are gone", "err", err)
 		}
 	}
-	if l.cgroups == nil {
-		return
-	}
 	wanted := map[types.UID]bool{}
 	for _, e := range l.desired {
 		if e.runs() {
 			wanted[e.pod.UID] = true
 		}
 	}
-	removed, err := l.cgroups.Housekeep(func(uid types.UID) bool {
+	keep := func(uid types.UID) bool {
 		_, inRuntime := l.runtime[uid]
 		return wanted[uid] || inRuntime || l.workers.Has(uid)
-	})
-	for _, uid := range removed {
-		l.log.Info("removed the cgroup of a pod that is gone", "uid", uid)
 	}
-	if err != nil {
-		l.log.Warn("removing cgroups of pods that are gone", "err", err)
+	if l.cgroups != nil {
+		removed, err := l.cgroups.Housekeep(keep)
+		for _, uid := range removed {
+			l.log.Info("removed the cgroup of a pod that is gone", "uid", uid)
+		}
+		if err != nil {
+			l.log.Warn("removing cgroups of pods that are gone", "err", err)
+		}
+	}
+	if l.podDirs != nil {
+		removed, err := l.podDirs.Housekeep(keep)
+		for _, uid := range removed {
+			l.log.Info("removed the directory of a pod that is gone", "uid", uid)
+		}
+		if err != nil {
+			l.log.Warn("removing directories of pods that are gone", "err", err)
+		}
 	}
 }
 

@@ -172,6 +172,36 @@ func (m *Manager) TearDown(uid types.UID) error {
 	return nil
 }
 
+// Housekeep tears down the directory of every pod under <root>/pods that
+// wanted(uid) says is gone: the kubelet's cleanupOrphanedPodDirs. A pod's
+// own teardown removes its directory as it stops; what is left is a pod
+// berth lost track of (killed while it stopped, a record set aside), whose
+// directory nothing else would ever remove. It returns the UIDs whose
+// directories it removed.
+func (m *Manager) Housekeep(wanted func(types.UID) bool) ([]types.UID, error) {
+	entries, err := os.ReadDir(filepath.Join(m.rootDir, "pods"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing pod directories: %w", err)
+	}
+	var removed []types.UID
+	var errs []error
+	for _, e := range entries {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || checkPathElement("pod UID", e.Name()) != nil || wanted(uid) {
+			continue
+		}
+		if err := m.TearDown(uid); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, uid)
+	}
+	return removed, errors.Join(errs...)
+}
+
 // unmountVolumes unmounts the volumes of one plugin directory that are
 // mount points.
 func (m *Manager) unmountVolumes(uid types.UID, pluginDir string) error {

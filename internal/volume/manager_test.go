@@ -402,3 +402,45 @@ func TestHostPathCreateTypes(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Housekeep removes the directories of pods wanted says are gone, tmpfs
+// volumes unmounted first, and leaves the others and anything that is not a
+// pod directory alone.
+func TestHousekeepRemovesOrphanedPodDirs(t *testing.T) {
+	m, root := newTestManager(t)
+	kept := testPod("uid-kept", emptyDirVolume("scratch", "", ""))
+	orphan := testPod("uid-orphan", emptyDirVolume("scratch", "", ""), emptyDirVolume("mem", v1.StorageMediumMemory, ""))
+	for _, p := range []*v1.Pod{kept, orphan} {
+		if _, err := m.Setup(context.Background(), p, SetupOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stray := filepath.Join(root, "pods", "not-a-dir")
+	if err := os.WriteFile(stray, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := m.Housekeep(func(uid types.UID) bool { return uid == kept.UID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != orphan.UID {
+		t.Errorf("removed %v, want [%s]", removed, orphan.UID)
+	}
+	if _, err := os.Stat(m.PodDir(orphan.UID)); !os.IsNotExist(err) {
+		t.Errorf("the orphan's directory: %v", err)
+	}
+	if _, err := os.Stat(m.PodDir(kept.UID)); err != nil {
+		t.Errorf("the wanted pod's directory: %v", err)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Errorf("a file that is no pod directory: %v", err)
+	}
+	if got := mountsUnder(t, root); len(got) != 0 {
+		t.Errorf("mounts left: %d", len(got))
+	}
+	// No pods directory at all is nothing to do.
+	empty := NewManager(t.TempDir(), NewMounter(), discardLogger())
+	if removed, err := empty.Housekeep(func(types.UID) bool { return false }); err != nil || len(removed) != 0 {
+		t.Errorf("no pods dir: %v, %v", removed, err)
+	}
+}
