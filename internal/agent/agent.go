@@ -282,7 +282,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
-	bg.Go(func() { rt.supervise(ctx, log) })
+	bg.Go(func() { rt.supervise(ctx, recorder.NodeEvent) })
 	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {
 		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })
