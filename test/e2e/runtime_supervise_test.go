@@ -34,6 +34,7 @@ func TestAdoptedContainerdIsRestarted(t *testing.T) {
 	if oldPid <= 1 {
 		t.Fatalf("no containerd pid file after adoption")
 	}
+	killed := time.Now()
 	if err := syscall.Kill(oldPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +42,10 @@ func TestAdoptedContainerdIsRestarted(t *testing.T) {
 		pid := n.containerdPid()
 		return pid > 1 && pid != oldPid && alive(pid), fmt.Sprintf("pid file says %d", pid)
 	})
+	waitFor(t, 2*time.Minute, "the new containerd ready", func() (bool, string) {
+		return strings.Contains(n.logSince(mark), "containerd is back"), "not yet"
+	})
+	t.Logf("containerd killed; berth saw it back %v later", time.Since(killed))
 	n.writeManifest("fresh.yaml", sleeper("fresh", "x"))
 	n.waitRunning("fresh", 2*time.Minute)
 	after := n.waitRunning("steady", time.Minute)
@@ -87,9 +92,11 @@ func TestStartupWaitsForCRIReady(t *testing.T) {
 		if !ok {
 			t.Fatalf("round %d: berth did not start with %d pods present:\n%s", round, pods, tail(n.logSince(mark), 6000))
 		}
-		if !strings.Contains(n.logSince(mark), "containerd started") {
+		line := logLine(n.logSince(mark), `"containerd started"`)
+		if line == "" {
 			t.Fatalf("round %d: berth did not start a containerd of its own:\n%s", round, tail(n.logSince(mark), 6000))
 		}
+		t.Logf("round %d: %s", round, line)
 	}
 	for i := range pods {
 		n.waitRunning(fmt.Sprintf("p%02d", i), 2*time.Minute)
@@ -330,6 +337,16 @@ func (n *node) logSince(offset int64) string {
 		return string(data)
 	}
 	return string(data[offset:])
+}
+
+// logLine is the first line of log that contains s, or "".
+func logLine(log, s string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, s) {
+			return line
+		}
+	}
+	return ""
 }
 
 func tail(s string, max int) string {
