@@ -40,6 +40,10 @@ const (
 	// readyPollInterval paces the wait for the socket: containerd starts
 	// in well under a second, and a dial costs next to nothing.
 	readyPollInterval = 20 * time.Millisecond
+	// criReadyPollInterval paces the wait for the CRI once the socket
+	// answers: a Status call is light, but containerd is busy recovering
+	// the node's pods then, and seconds go by.
+	criReadyPollInterval = 100 * time.Millisecond
 	// probeTimeout bounds one readiness probe (a dial and a Version or a
 	// CRI Status call).
 	probeTimeout = 2 * time.Second
@@ -330,8 +334,6 @@ var errExited = errors.New("containerd exited")
 func waitReady(ctx context.Context, clk clock.WithTicker, timeout time.Duration, socket string, running func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ticker := clk.NewTicker(readyPollInterval)
-	defer ticker.Stop()
 	for {
 		if !running() {
 			return errExited
@@ -340,10 +342,16 @@ func waitReady(ctx context.Context, clk clock.WithTicker, timeout time.Duration,
 		if err == nil {
 			return nil
 		}
+		wait := criReadyPollInterval
+		if errors.Is(err, errNotListening) {
+			wait = readyPollInterval
+		}
+		t := clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return fmt.Errorf("containerd on %s not ready within %v: %w (last: %v)", socket, timeout, ctx.Err(), err)
-		case <-ticker.C():
+		case <-t.C():
 		}
 	}
 }

@@ -10,6 +10,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// errNotListening: nothing listens on containerd's socket (yet).
+var errNotListening = errors.New("containerd does not listen")
+
 // criReady says why the CRI plugin cannot run pods yet, from its own
 // status: the RuntimeReady and NetworkReady conditions (the two the kubelet
 // requires of a runtime) must both be true. nil when it can.
@@ -46,7 +49,7 @@ func probeCRI(ctx context.Context, socket string) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errNotListening, err)
 	}
 	conn.Close()
 	c, err := newClient(socket)

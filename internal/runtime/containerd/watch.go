@@ -32,7 +32,10 @@ func (m *Managed) waitExit(ctx context.Context, clk clock.WithTicker) (string, e
 	case m.startedByUs:
 		select {
 		case <-m.exited:
-			return fmt.Sprintf("%v", m.waitErr), nil
+			if m.waitErr == nil {
+				return "exited with status 0", nil
+			}
+			return "exited: " + m.waitErr.Error(), nil
 		case <-ctx.Done():
 			return "", ctx.Err()
 		}
@@ -40,12 +43,12 @@ func (m *Managed) waitExit(ctx context.Context, clk clock.WithTicker) (string, e
 		if err := waitPidExit(ctx, m.pid, clk); err != nil {
 			return "", err
 		}
-		return "exited (adopted: not berth's child, so its status is unknown)", nil
+		return "exited (its status is unknown: berth is not its parent)", nil
 	default:
 		if err := waitSocketGone(ctx, m.layout.Socket, clk); err != nil {
 			return "", err
 		}
-		return "its socket stopped answering (adopted, pid unknown)", nil
+		return "stopped listening on its socket", nil
 	}
 }
 
