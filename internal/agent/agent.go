@@ -58,7 +58,12 @@ const reasonTerminalRecordCorrupt = "TerminalPodRecordCorrupt"
 const shutdownTimeout = 30 * time.Second
 
 // Run runs berth until ctx is done. Pods keep running after it returns.
+// A start-up that ctx's end cut short fails with an error wrapping ctx's.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	return stopping(ctx, run(ctx, cfg, log))
+}
+
+func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	// Claim the API port first: a port in use must stop berth before it
 	// starts anything.
 	var apiListener net.Listener

@@ -213,7 +213,7 @@ func TestSignalDuringStartupStopsLaunchedContainerd(t *testing.T) {
 			}
 		}
 		mark := n.logSize()
-		n.startQuiet(slow.env()...)
+		cmd := n.startQuiet(slow.env()...)
 		waitFor(t, 2*time.Minute, m.name, func() (bool, string) {
 			select {
 			case <-n.exited:
@@ -225,6 +225,10 @@ func TestSignalDuringStartupStopsLaunchedContainerd(t *testing.T) {
 		stopping := time.Now()
 		n.stop()
 		t.Logf("SIGTERM when %s: berth exited in %v", m.name, time.Since(stopping))
+		// A stop asked for is no failure: no error, status 0.
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("SIGTERM when %s: berth exited with status %d:\n%s", m.name, code, tail(n.logSince(mark), 3000))
+		}
 		if pids := containerdsOf(n.root); len(pids) > 0 {
 			t.Errorf("SIGTERM when %s: containerd %v of %s still runs after berth exited:\n%s",
 				m.name, pids, n.root, tail(n.logSince(mark), 6000))
@@ -255,8 +259,9 @@ func TestSignalDuringStartupStopsLaunchedContainerd(t *testing.T) {
 }
 
 // startQuiet starts berth as start does, but returns at once: the test
-// watches start-up itself. env is added to berth's environment.
-func (n *node) startQuiet(env ...string) {
+// watches start-up itself. env is added to berth's environment. The
+// command's ProcessState is set once n.exited is closed.
+func (n *node) startQuiet(env ...string) *exec.Cmd {
 	t := n.t
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(n.root, "berth.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -292,6 +297,7 @@ func (n *node) startQuiet(env ...string) {
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	return cmd
 }
 
 // waitHealthy waits until berth's API answers; false if berth exits first
