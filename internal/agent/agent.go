@@ -58,7 +58,12 @@ const reasonTerminalRecordCorrupt = "TerminalPodRecordCorrupt"
 const shutdownTimeout = 30 * time.Second
 
 // Run runs berth until ctx is done. Pods keep running after it returns.
+// A start-up that ctx's end cut short fails with an error wrapping ctx's.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	return stopping(ctx, run(ctx, cfg, log))
+}
+
+func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	// Claim the API port first: a port in use must stop berth before it
 	// starts anything.
 	var apiListener net.Listener
@@ -286,7 +291,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
-	bg.Go(func() { rt.supervise(ctx, log) })
+	bg.Go(func() { rt.supervise(ctx, recorder.NodeEvent) })
 	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {
 		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })

@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
@@ -25,7 +25,6 @@ type runtimeHandle struct {
 	version  string // the runtime's own version, for the Node's nodeInfo
 	endpoint string
 	managed  *containerd.Managed
-	opts     containerd.Options // how managed was started, to start it again
 	// watchEvents streams the runtime's own events, calling notify for each;
 	// nil when the runtime offers none (the relist still covers it).
 	watchEvents func(ctx context.Context, notify func())
@@ -89,13 +88,12 @@ func (h *runtimeHandle) startManaged(ctx context.Context, cfg *config.Config, lo
 	if err != nil {
 		return err
 	}
-	h.opts = containerd.Options{
+	m, err := containerd.Start(ctx, containerd.Options{
 		RootDir:      cfg.RootDir,
 		CNIConfDir:   cniConfDir,
 		SandboxImage: imagebuild.PauseImageRef,
 		Log:          log,
-	}
-	m, err := containerd.Start(ctx, h.opts)
+	})
 	if err != nil {
 		return fmt.Errorf("start managed containerd: %w", err)
 	}
@@ -137,37 +135,24 @@ func (h *runtimeHandle) stop(log *slog.Logger) {
 	}
 }
 
-// supervise restarts the managed containerd when it dies, with a growing
-// delay, until ctx is done. The CRI connection and the event stream
-// reconnect by themselves; running containers never noticed (their shims
-// outlive containerd), and the relist catches up on what happened meanwhile.
-func (h *runtimeHandle) supervise(ctx context.Context, log *slog.Logger) {
+// supervise keeps the managed containerd running, whether berth started or
+// adopted it, until ctx is done (containerd.Supervise); each exit and
+// restart is a node event. The CRI connection and the event stream
+// reconnect by themselves, and the relist catches up on what happened
+// meanwhile. h.managed is this goroutine's until it returns.
+func (h *runtimeHandle) supervise(ctx context.Context, record containerd.RecordFunc) {
 	if h.managed == nil {
 		return
 	}
-	delay := time.Second
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-h.managed.Done():
-		}
-		log.Error("managed containerd exited; restarting it", "log", h.managed.LogPath())
-		for {
-			m, err := containerd.Start(ctx, h.opts)
-			if err == nil {
-				h.managed, delay = m, time.Second
-				break
-			}
-			log.Error("restarting managed containerd failed", "err", err, "retryIn", delay)
-			t := time.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			delay = min(2*delay, 30*time.Second)
-		}
+	h.managed = containerd.Supervise(ctx, h.managed, clock.RealClock{}, record)
+}
+
+// stopping marks an error of a start-up that ctx's end cut short (a CRI
+// call cancelled by SIGTERM) as that end's consequence, so that berth
+// exits as from any stop it was asked for, without an error.
+func stopping(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (%w)", err, ctx.Err())
 	}
+	return err
 }

@@ -10,38 +10,48 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/containerd/containerd/v2/client"
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // adopt returns the containerd a previous berth left running on this root,
-// or nil if there is none.
+// or nil if there is none. It waits, as launch does, until that
+// containerd's CRI is ready: it may still be starting.
 func adopt(ctx context.Context, o Options, l layout) (*Managed, error) {
 	pid := previousDaemon(l)
-	if pid != 0 {
-		// It may still be starting up: allow it the whole start timeout.
-		stillRunning := func() bool { return processAlive(pid) }
-		err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning)
-		if errors.Is(err, errExited) {
-			o.Log.Info("containerd from a previous run exited while being adopted; starting a new one", "pid", pid)
+	if pid == 0 {
+		if probe(ctx, l.Socket) != nil {
 			return nil, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("containerd (pid %d) from a previous run is alive but does not answer on %s: %w", pid, l.Socket, err)
+		// Something answers without a pid file (lost, or never written):
+		// the process running this root's config is the one to watch.
+		if pid = findDaemon(l); pid != 0 {
+			if err := atomicfile.Write(l.PIDFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
+				o.Log.Warn("containerd: rewriting the pid file failed", "pid", pid, "err", err)
+			}
 		}
-	} else if probe(ctx, l.Socket) != nil {
+	}
+	// With no pid, only the socket says whether it is still there.
+	stillRunning := func() bool { return pid == 0 || processAlive(pid) }
+	err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning)
+	if errors.Is(err, errExited) {
+		o.Log.Info("containerd from a previous run exited while being adopted; starting a new one", "pid", pid)
 		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("containerd (pid %d) from a previous run is alive but not ready: %w", pid, err)
 	}
 	snapshotter, err := criSnapshotter(ctx, l.Socket)
 	if err != nil {
 		return nil, fmt.Errorf("containerd on %s: %w", l.Socket, err)
 	}
 	o.Log.Info("adopted running containerd", "pid", pid, "address", l.Socket, "snapshotter", snapshotter)
-	return &Managed{layout: l, snapshotter: snapshotter, pid: pid, log: o.Log}, nil
+	return &Managed{layout: l, snapshotter: snapshotter, pid: pid, log: o.Log, opts: o}, nil
 }
 
 // previousDaemon returns the pid in the pid file if that process is alive
@@ -53,22 +63,35 @@ func previousDaemon(l layout) int {
 		return 0
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return 0
-	}
-	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil {
-		return 0
-	}
-	if !slices.Contains(strings.Split(string(cmdline), "\x00"), l.Config) {
+	if err != nil || pid <= 0 || !runsConfig(pid, l.Config) {
 		return 0
 	}
 	return pid
 }
 
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+// findDaemon returns the live process running this root's config, or 0.
+func findDaemon(l layout) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && pid > 1 && runsConfig(pid, l.Config) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// runsConfig reports whether pid is alive with config among its arguments
+// (a zombie has none).
+func runsConfig(pid int, config string) bool {
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	if err != nil {
+		return false
+	}
+	return slices.Contains(strings.Split(string(cmdline), "\x00"), config) && processAlive(pid)
 }
 
 // criSnapshotter asks a running containerd's CRI plugin which snapshotter

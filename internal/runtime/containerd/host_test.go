@@ -58,7 +58,23 @@ func testRoot(t *testing.T) string {
 			}
 		}
 	})
+	writeTestCNIConfig(t, root)
 	return root
+}
+
+// writeTestCNIConfig gives containerd a network config in the default
+// CNIConfDir: its CRI reports NetworkReady only with one, and Start waits
+// for it. The tests run host-network pods only, so loopback is enough.
+func writeTestCNIConfig(t *testing.T, root string) {
+	t.Helper()
+	dir := filepath.Join(root, "cni", "net.d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf := `{"cniVersion": "0.4.0", "name": "berth-test", "plugins": [{"type": "loopback"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "10-test.conflist"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // sharedRunDirs are the dirs outside the root that containerd's shims

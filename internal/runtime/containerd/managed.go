@@ -32,11 +32,20 @@ import (
 const criNamespace = "k8s.io"
 
 const (
-	defaultStartTimeout = 30 * time.Second
+	// defaultStartTimeout bounds the wait for a containerd to be ready to
+	// run pods. Its socket answers within a second, but its CRI plugin
+	// first recovers every pod the node has: on a busy 2-core machine with
+	// 40 pods that took seconds, and a node may have 110.
+	defaultStartTimeout = 2 * time.Minute
 	// readyPollInterval paces the wait for the socket: containerd starts
 	// in well under a second, and a dial costs next to nothing.
 	readyPollInterval = 20 * time.Millisecond
-	// probeTimeout bounds one readiness probe (a dial and a Version call).
+	// criReadyPollInterval paces the wait for the CRI once the socket
+	// answers: a Status call is light, but containerd is busy recovering
+	// the node's pods then, and seconds go by.
+	criReadyPollInterval = 100 * time.Millisecond
+	// probeTimeout bounds one readiness probe (a dial and a Version or a
+	// CRI Status call).
 	probeTimeout = 2 * time.Second
 	// killWait bounds the wait for a SIGKILLed containerd to be reaped.
 	killWait = 10 * time.Second
@@ -57,7 +66,8 @@ type Options struct {
 	CNIConfDir string
 	// SandboxImage is the pause image; default imagebuild.PauseImageRef.
 	SandboxImage string
-	// StartTimeout bounds the wait for the socket; default 30s.
+	// StartTimeout bounds the wait for containerd to answer and its CRI
+	// to be ready (RuntimeReady and NetworkReady); default 2m.
 	StartTimeout time.Duration
 	Log          *slog.Logger
 }
@@ -104,6 +114,7 @@ type Managed struct {
 	pid         int // 0 when adopted without a pid file
 	startedByUs bool
 	log         *slog.Logger
+	opts        Options // with defaults: how to start it again
 
 	// Only when started by us: the process and its reaper's results.
 	cmd     *exec.Cmd
@@ -159,7 +170,7 @@ func (m *Managed) LogPath() string { return m.layout.Log }
 
 // Done is closed when a containerd started by us exits, for whatever
 // reason. For an adopted containerd it is never closed: berth is not its
-// parent and cannot wait for it.
+// parent and cannot wait for it (Supervise watches it by its pid).
 func (m *Managed) Done() <-chan struct{} { return m.exited }
 
 // Stop stops a containerd started by us: SIGTERM, then SIGKILL when ctx
@@ -236,32 +247,13 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 	if err := atomicfile.Write(l.Config, []byte(config), 0o644); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
-	// A socket left by a containerd that died would fool the readiness
-	// probe's dial; containerd would replace it anyway.
-	for _, p := range []string{l.Socket, l.TTRPCSocket} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("containerd: remove stale socket: %w", err)
-		}
-	}
-
-	logFile, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	cmd, err := spawn(ctx, o, l)
 	if err != nil {
-		return nil, fmt.Errorf("containerd: %w", err)
+		return nil, err
 	}
-	fmt.Fprintf(logFile, "--- berth starts containerd at %s\n", time.Now().UTC().Format(time.RFC3339))
-	// No CommandContext and no Pdeathsig: containerd must outlive berth.
-	cmd := exec.Command(o.Binary, "--config", l.Config)
-	cmd.Dir = l.Dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	err = cmd.Start()
-	logFile.Close() // the child has its own descriptor
-	if err != nil {
-		return nil, fmt.Errorf("containerd: start %s: %w", o.Binary, err)
-	}
-
+	started := time.Now()
 	m := &Managed{
-		layout: l, snapshotter: facts.Snapshotter, pid: cmd.Process.Pid, startedByUs: true, log: o.Log,
+		layout: l, snapshotter: facts.Snapshotter, pid: cmd.Process.Pid, startedByUs: true, log: o.Log, opts: o,
 		cmd: cmd, exited: make(chan struct{}),
 	}
 	go func() {
@@ -297,32 +289,69 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 		}
 		return fail(err)
 	}
-	o.Log.Info("containerd started", "pid", m.pid, "address", l.Socket, "snapshotter", facts.Snapshotter,
+	o.Log.Info("containerd started", "pid", m.pid, "readyAfter", time.Since(started), "address", l.Socket, "snapshotter", facts.Snapshotter,
 		"restrictOOMScoreAdj", facts.RestrictOOMScoreAdj, "log", l.Log)
 	return m, nil
 }
 
+// spawn starts containerd on l's config, in its own session, its output
+// appended to its log.
+func spawn(ctx context.Context, o Options, l layout) (*exec.Cmd, error) {
+	// A socket left by a containerd that died would fool the readiness
+	// probe's dial; containerd would replace it anyway.
+	for _, p := range []string{l.Socket, l.TTRPCSocket} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("containerd: remove stale socket: %w", err)
+		}
+	}
+	// A berth told to stop while it was starting must not leave a
+	// containerd behind: none is started once ctx has ended.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("containerd: not started: %w", err)
+	}
+	logFile, err := os.OpenFile(l.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	defer logFile.Close() // the child has its own descriptor
+	fmt.Fprintf(logFile, "--- berth starts containerd at %s\n", time.Now().UTC().Format(time.RFC3339))
+	// No CommandContext and no Pdeathsig: containerd must outlive berth.
+	cmd := exec.Command(o.Binary, "--config", l.Config)
+	cmd.Dir = l.Dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("containerd: start %s: %w", o.Binary, err)
+	}
+	return cmd, nil
+}
+
 var errExited = errors.New("containerd exited")
 
-// waitReady polls the socket until containerd answers a Version call,
-// running() turns false (errExited), or the timeout or ctx ends.
+// waitReady polls the socket until containerd's CRI says it is ready to
+// run pods (probeCRI), running() turns false (errExited), or the timeout
+// or ctx ends: then the error has the last reason it was not ready.
 func waitReady(ctx context.Context, clk clock.WithTicker, timeout time.Duration, socket string, running func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ticker := clk.NewTicker(readyPollInterval)
-	defer ticker.Stop()
 	for {
 		if !running() {
 			return errExited
 		}
-		err := probe(ctx, socket)
+		err := probeCRI(ctx, socket)
 		if err == nil {
 			return nil
 		}
+		wait := criReadyPollInterval
+		if errors.Is(err, errNotListening) {
+			wait = readyPollInterval
+		}
+		t := clk.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no answer on %s: %w (last error: %v)", socket, ctx.Err(), err)
-		case <-ticker.C():
+			t.Stop()
+			return fmt.Errorf("containerd on %s not ready within %v: %w (last: %v)", socket, timeout, ctx.Err(), err)
+		case <-t.C():
 		}
 	}
 }

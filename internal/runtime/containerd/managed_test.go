@@ -107,17 +107,22 @@ func TestStartAdoptsRunningContainerd(t *testing.T) {
 		t.Errorf("Stop of the adopted containerd stopped it: %v", err)
 	}
 
-	// Without a pid file (a containerd someone else started on this root),
-	// the answering socket is enough.
-	if err := os.Remove(filepath.Join(root, "containerd", "containerd.pid")); err != nil {
+	// Without a pid file (lost, or a containerd someone else started on
+	// this root), the answering socket is enough, and the process running
+	// this root's config is found, and named in a new pid file.
+	pidFile := filepath.Join(root, "containerd", "containerd.pid")
+	if err := os.Remove(pidFile); err != nil {
 		t.Fatal(err)
 	}
 	third, err := Start(ctx, Options{RootDir: root, Log: testLogger(t)})
 	if err != nil {
 		t.Fatalf("third Start: %v", err)
 	}
-	if third.StartedByUs() || third.Pid() != 0 {
-		t.Errorf("third Start: StartedByUs=%v Pid=%d, want adopted with unknown pid", third.StartedByUs(), third.Pid())
+	if third.StartedByUs() || third.Pid() != first.Pid() {
+		t.Errorf("third Start: StartedByUs=%v Pid=%d, want adopted pid %d", third.StartedByUs(), third.Pid(), first.Pid())
+	}
+	if data, err := os.ReadFile(pidFile); err != nil || strings.TrimSpace(string(data)) != strconv.Itoa(first.Pid()) {
+		t.Errorf("pid file after adoption: %q, %v", data, err)
 	}
 }
 
