@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+)
+
+// podCgroupDirs returns the directories of the pod's cgroup in every
+// hierarchy berth manages: the unified tree on a cgroup2 host, each v1
+// hierarchy (not a hybrid host's cgroup2 mount) otherwise.
+func (n *node) podCgroupDirs(uid string) []string {
+	n.t.Helper()
+	const mount = "/sys/fs/cgroup"
+	roots := []string{mount}
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil {
+		n.t.Fatal(err)
+	}
+	if st.Type != unix.CGROUP2_SUPER_MAGIC {
+		entries, err := os.ReadDir(mount)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		roots = nil
+		for _, e := range entries {
+			dir := filepath.Join(mount, e.Name())
+			if e.IsDir() && unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP_SUPER_MAGIC {
+				roots = append(roots, dir)
+			}
+		}
+	}
+	var dirs []string
+	for _, r := range roots {
+		for _, pattern := range []string{"kubepods/pod" + uid, "kubepods/*/pod" + uid} {
+			found, _ := filepath.Glob(filepath.Join(r, n.cgroupRoot, pattern))
+			dirs = append(dirs, found...)
+		}
+	}
+	return dirs
+}
+
+// A process left in a pod's cgroup (here one moved in from outside, as a
+// process a container forked off and its runtime lost would be) no longer
+// keeps the pod from going: when the pod is deleted, berth kills it, as the
+// kubelet's pod cgroup manager does, removes the cgroup, and says so in an
+// event on the pod.
+func TestPodCgroupStragglerIsKilled(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("straggle.yaml", sleeper("straggle", "x"))
+	pod := n.waitRunning("straggle", 60*time.Second)
+	uid := string(pod.UID)
+
+	straggler := exec.Command("sleep", "1000")
+	if err := straggler.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = straggler.Wait(); close(ended) }()
+	t.Cleanup(func() {
+		_ = straggler.Process.Kill()
+		<-ended
+	})
+	dirs := n.podCgroupDirs(uid)
+	if len(dirs) == 0 {
+		t.Fatalf("no cgroup of pod %s under %s", uid, n.cgroupRoot)
+	}
+	pid := straggler.Process.Pid
+	for _, d := range dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			t.Fatalf("move the straggler into %s: %v", d, err)
+		}
+	}
+
+	n.removeManifest("straggle.yaml")
+	waitFor(t, 60*time.Second, "the pod and its cgroup to be removed", func() (bool, string) {
+		for _, p := range n.pods() {
+			if string(p.UID) == uid {
+				return false, "still in /pods: " + describe(&p)
+			}
+		}
+		if left := n.podCgroupDirs(uid); len(left) > 0 {
+			return false, "cgroup left: " + strings.Join(left, " ")
+		}
+		return true, ""
+	})
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the straggler %d still runs after its pod was removed", pid)
+	}
+	if ws, ok := straggler.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the straggler ended by %v, want SIGKILL", straggler.ProcessState)
+	}
+	var ev *v1.Event
+	for _, e := range n.apiPodEvents(pod.Name) {
+		if e.Reason == "KilledStragglers" {
+			ev = &e
+		}
+	}
+	if ev == nil {
+		t.Fatalf("no KilledStragglers event on %s", pod.Name)
+	}
+	if ev.Type != v1.EventTypeWarning || !strings.Contains(ev.Message, strconv.Itoa(pid)) {
+		t.Errorf("event %s %q: want a Warning naming pid %d", ev.Type, ev.Message, pid)
+	}
+	if log := n.berthLog(); !strings.Contains(log, fmt.Sprint(pid)) {
+		t.Errorf("berth's log does not name the killed pid %d", pid)
+	}
+}
