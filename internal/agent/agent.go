@@ -332,6 +332,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	bg.Go(func() {
 		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log,
 			adminapi.WithStreaming(server.NewStreamingHandler(&apiSource{loop: loop}, rt.cri, log)),
+			adminapi.WithLogs(server.NewLogsHandler(&apiSource{loop: loop, cri: rt.cri}, log)),
 			adminapi.WithProfiling()), log); err != nil {
 			log.Error("admin API stopped", "socket", admin.Addr().String(), "err", err)
 		}

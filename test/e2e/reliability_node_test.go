@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,5 +117,69 @@ func TestPodCgroupStragglerIsKilled(t *testing.T) {
 	}
 	if log := n.berthLog(); !strings.Contains(log, fmt.Sprint(pid)) {
 		t.Errorf("berth's log does not name the killed pid %d", pid)
+	}
+}
+
+// getAs fetches url as the given uid (and gid), with curl, and returns
+// the HTTP status and body.
+func getAs(t *testing.T, uid uint32, url string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "curl", "-s", "-o", "-", "-w", "\n%{http_code}", url)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("curl %s as uid %d: %v", url, uid, err)
+	}
+	i := strings.LastIndex(string(out), "\n")
+	if i < 0 {
+		t.Fatalf("curl %s: no status in %q", url, out)
+	}
+	body, code := string(out[:i]), string(out[i+1:])
+	status, err := strconv.Atoi(strings.TrimSpace(code))
+	if err != nil {
+		t.Fatalf("curl %s: no status in %q", url, out)
+	}
+	return status, body
+}
+
+// A local user who is not root cannot read a container's log through the
+// read-only port, as with the kubelet's, whose read-only port serves no
+// logs: the log files are root's. Root still reads it with berth logs,
+// through the admin socket.
+func TestReadOnlyPortServesNoLogs(t *testing.T) {
+	n := startNode(t)
+	const secret = "the-secret-line-4711"
+	n.writeManifest("talker.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: talker}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "echo %s; exec sleep 3600"]
+`, busybox, secret))
+	n.waitRunning("talker", 60*time.Second)
+	waitFor(t, 30*time.Second, "berth logs to show the line", func() (bool, string) {
+		out, err := n.berth("logs", "talker-"+nodeName)
+		return err == nil && strings.Contains(out, secret), fmt.Sprintf("%q, %v", out, err)
+	})
+
+	const nobody = 65534
+	for _, path := range []string{
+		"/containerLogs/default/talker-" + nodeName + "/main",
+		"/containerLogs/default/talker-" + nodeName + "/main?follow=false&tailLines=5",
+	} {
+		code, body := getAs(t, nobody, n.url(path))
+		if code != http.StatusMethodNotAllowed || strings.Contains(body, secret) {
+			t.Errorf("GET %s as uid %d: %d %q; want 405 and no log", path, nobody, code, body)
+		}
+	}
+	// What the kubelet's read-only port serves is still served to anyone.
+	if code, body := getAs(t, nobody, n.url("/pods")); code != http.StatusOK || !strings.Contains(body, "talker-"+nodeName) {
+		t.Errorf("GET /pods as uid %d: %d", nobody, code)
 	}
 }
