@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -182,4 +183,84 @@ spec:
 	if code, body := getAs(t, nobody, n.url("/pods")); code != http.StatusOK || !strings.Contains(body, "talker-"+nodeName) {
 		t.Errorf("GET /pods as uid %d: %d", nobody, code)
 	}
+}
+
+// readyCondition returns /node's Ready condition, nil when there is none.
+// The client waits longer than berth's own bound on the runtime's Status.
+func (n *node) readyCondition() (*v1.NodeCondition, error) {
+	client := http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get(n.url("/node"))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var node v1.Node
+	if err := json.NewDecoder(resp.Body).Decode(&node); err != nil {
+		return nil, fmt.Errorf("decode /node: %w", err)
+	}
+	for i, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return &node.Status.Conditions[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func showCondition(c *v1.NodeCondition, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	if c == nil {
+		return "no Ready condition"
+	}
+	return fmt.Sprintf("Ready=%s %s: %s", c.Status, c.Reason, c.Message)
+}
+
+// Standalone /node carries the Ready condition, computed as in cluster
+// mode and as the kubelet's: True while the runtime answers, False with the
+// reason when it stops answering (frozen with SIGSTOP here, so that nothing
+// restarts it meanwhile: to the CRI it is as dead as a killed one), and
+// True again when it is back.
+func TestStandaloneNodeReadyCondition(t *testing.T) {
+	n := startNode(t)
+	waitFor(t, 60*time.Second, "/node Ready=True", func() (bool, string) {
+		c, err := n.readyCondition()
+		return err == nil && c != nil && c.Status == v1.ConditionTrue && c.Reason == "KubeletReady", showCondition(c, err)
+	})
+
+	data, err := os.ReadFile(filepath.Join(n.root, "containerd", "containerd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("containerd pid %q: %v", data, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	continued := false
+	cont := func() {
+		if !continued {
+			continued = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(cont)
+
+	var down *v1.NodeCondition
+	waitFor(t, 60*time.Second, "/node Ready=False with the runtime down", func() (bool, string) {
+		c, err := n.readyCondition()
+		down = c
+		return err == nil && c != nil && c.Status == v1.ConditionFalse, showCondition(c, err)
+	})
+	if down.Reason != "KubeletNotReady" || !strings.Contains(down.Message, "container runtime is down") {
+		t.Errorf("Ready while the runtime is frozen: %s; want KubeletNotReady naming the runtime", showCondition(down, nil))
+	}
+
+	cont()
+	waitFor(t, 60*time.Second, "/node Ready=True once the runtime is back", func() (bool, string) {
+		c, err := n.readyCondition()
+		return err == nil && c != nil && c.Status == v1.ConditionTrue, showCondition(c, err)
+	})
 }
