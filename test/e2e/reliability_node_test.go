@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/pki"
 )
 
 // podCgroupDirs returns the directories of the pod's cgroup in every
@@ -150,7 +155,12 @@ func getAs(t *testing.T, uid uint32, url string) (int, string) {
 // logs: the log files are root's. Root still reads it with berth logs,
 // through the admin socket.
 func TestReadOnlyPortServesNoLogs(t *testing.T) {
-	n := startNode(t)
+	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte("log-token,operator,1000\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	n := startNode(t, "--port", strconv.Itoa(port), "--token-auth-file", tokenFile)
 	const secret = "the-secret-line-4711"
 	n.writeManifest("talker.yaml", fmt.Sprintf(`
 apiVersion: v1
@@ -178,6 +188,14 @@ spec:
 		if code != http.StatusMethodNotAllowed || strings.Contains(body, secret) {
 			t.Errorf("GET %s as uid %d: %d %q; want 405 and no log", path, nobody, code, body)
 		}
+	}
+	// The secure port serves the log, to an authenticated caller only.
+	logsPath := "/containerLogs/default/talker-" + nodeName + "/main"
+	if code, _ := n.secureGet(t, port, logsPath, ""); code != http.StatusUnauthorized {
+		t.Errorf("GET %s on the secure port without a token: %d, want 401", logsPath, code)
+	}
+	if code, body := n.secureGet(t, port, logsPath, "log-token"); code != http.StatusOK || !strings.Contains(body, secret) {
+		t.Errorf("GET %s on the secure port with the token: %d %q", logsPath, code, body)
 	}
 	// What the kubelet's read-only port serves is still served to anyone.
 	if code, body := getAs(t, nobody, n.url("/pods")); code != http.StatusOK || !strings.Contains(body, "talker-"+nodeName) {
@@ -263,4 +281,32 @@ func TestStandaloneNodeReadyCondition(t *testing.T) {
 		c, err := n.readyCondition()
 		return err == nil && c != nil && c.Status == v1.ConditionTrue, showCondition(c, err)
 	})
+}
+
+// secureGet fetches path from the node's secure port, trusting the
+// certificate berth made, with token as bearer ("" for none).
+func (n *node) secureGet(t *testing.T, port int, path, token string) (int, string) {
+	t.Helper()
+	pem, err := os.ReadFile(filepath.Join(n.root, "pki", pki.CertFileName))
+	if err != nil {
+		t.Fatalf("the secure port's certificate: %v", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pem)
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodGet, "https://127.0.0.1:"+strconv.Itoa(port)+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s on the secure port: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
