@@ -189,6 +189,21 @@ spec:
 			t.Errorf("GET %s as uid %d: %d %q; want 405 and no log", path, nobody, code, body)
 		}
 	}
+	// berth logs, run by that user, cannot reach the admin socket, and
+	// says so.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := n.berthCmd(ctx, "logs", "talker-"+nodeName)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 4 || strings.Contains(stdout.String(), secret) ||
+		!strings.Contains(stderr.String(), "admin socket") {
+		t.Errorf("berth logs as uid %d: exit %d, stdout %q, stderr %q; want exit 4 (not reachable) naming the admin socket",
+			nobody, code, stdout.String(), stderr.String())
+	}
+
 	// The secure port serves the log, to an authenticated caller only.
 	logsPath := "/containerLogs/default/talker-" + nodeName + "/main"
 	if code, _ := n.secureGet(t, port, logsPath, ""); code != http.StatusUnauthorized {
