@@ -90,6 +90,7 @@ func TestPodCgroupStragglerIsKilled(t *testing.T) {
 	}
 
 	n.removeManifest("straggle.yaml")
+	deleted := time.Now()
 	waitFor(t, 60*time.Second, "the pod and its cgroup to be removed", func() (bool, string) {
 		for _, p := range n.pods() {
 			if string(p.UID) == uid {
@@ -101,6 +102,7 @@ func TestPodCgroupStragglerIsKilled(t *testing.T) {
 		}
 		return true, ""
 	})
+	t.Logf("pod and cgroup removed %s after the manifest went", time.Since(deleted).Round(10*time.Millisecond))
 	select {
 	case <-ended:
 	case <-time.After(30 * time.Second):
