@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -41,10 +42,35 @@ func defaultServerAddress() string {
 	return defaultServer
 }
 
-// apiClient talks to berth's local read-only API.
+// apiClient talks to berth's local read-only API, or, made by
+// newSocketClient, to its admin socket.
 type apiClient struct {
 	base string
-	http *http.Client
+	// socket is the admin socket the client dials, "" for the TCP API.
+	socket string
+	http   *http.Client
+}
+
+// newSocketClient talks to berth's admin socket: the containers' logs are
+// served there (to root) and on the secure port, not on the read-only port
+// that any local user reaches.
+func newSocketClient(socket string) *apiClient {
+	transport := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	// The host is ignored: the transport dials the socket.
+	return &apiClient{base: "http://berth", socket: socket, http: &http.Client{Transport: transport}}
+}
+
+// target names what a request went to, for messages.
+func (c *apiClient) target(path string) string {
+	if c.socket != "" {
+		return c.socket + " " + path
+	}
+	return c.base + path
 }
 
 func newAPIClient(server string) *apiClient {
@@ -172,6 +198,11 @@ func (c *apiClient) get(ctx context.Context, path string) (*http.Response, error
 		if ctx.Err() != nil {
 			return nil, err
 		}
+		if c.socket != "" {
+			return nil, withExitCode(exitUnreachable,
+				fmt.Errorf("cannot reach berth's admin socket %s (is `berth run` running, and are you root? see --root-dir or $%s): %w",
+					c.socket, rootDirEnv, err))
+		}
 		return nil, withExitCode(exitUnreachable,
 			fmt.Errorf("cannot reach berth's local API at %s (is `berth run` running? see --server or $%s): %w", c.base, serverEnv, err))
 	}
@@ -186,9 +217,9 @@ func (c *apiClient) get(ctx context.Context, path string) (*http.Response, error
 	case (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusBadRequest) && msg != "":
 		// The server's own words suffice for what it refused by name.
 	case msg != "":
-		e.msg = fmt.Sprintf("%s: %s: %s", c.base+path, resp.Status, msg)
+		e.msg = fmt.Sprintf("%s: %s: %s", c.target(path), resp.Status, msg)
 	default:
-		e.msg = fmt.Sprintf("%s: %s", c.base+path, resp.Status)
+		e.msg = fmt.Sprintf("%s: %s", c.target(path), resp.Status)
 	}
 	return nil, e
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -72,17 +73,41 @@ func (s *apiSource) ContainerLog(ns, pod, c string, previous bool) (string, stri
 	return s.logPath, "id", nil
 }
 
-func startAPI(t *testing.T) *httptest.Server {
+func testLogSource(t *testing.T) *apiSource {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "0.log")
 	content := "2024-05-01T10:00:01Z stdout F one\n2024-05-01T10:00:02Z stdout F two\n"
 	if err := os.WriteFile(logPath, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	src := &apiSource{pods: testList().Items, logPath: logPath}
-	hs := httptest.NewServer(server.New("", src, nil, slog.New(slog.DiscardHandler)).Handler())
+	return &apiSource{pods: testList().Items, logPath: logPath}
+}
+
+func startAPI(t *testing.T) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewServer(server.New("", testLogSource(t), nil, slog.New(slog.DiscardHandler)).Handler())
 	t.Cleanup(hs.Close)
 	return hs
+}
+
+// startLogSocket serves the logs on a unix socket, as the admin socket
+// does, and returns its path.
+func startLogSocket(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "berth-cli-") // short: socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: server.NewLogsHandler(testLogSource(t), slog.New(slog.DiscardHandler))}}
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return socket
 }
 
 func TestClientPods(t *testing.T) {
@@ -97,9 +122,10 @@ func TestClientPods(t *testing.T) {
 	}
 }
 
+// berth logs reads the log from the admin socket: the read-only port
+// serves none.
 func TestClientContainerLogs(t *testing.T) {
-	hs := startAPI(t)
-	c := newAPIClient(hs.URL + "/")
+	c := newSocketClient(startLogSocket(t))
 	tests := []struct {
 		name      string
 		pod       string

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/adminapi"
 )
 
 // defaultContainerAnnotation names the container kubectl picks when none is
@@ -17,6 +21,7 @@ const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 func newLogsCommand() *cobra.Command {
 	var (
 		server    string
+		rootDir   string
 		namespace string
 		container string
 		q         logQuery
@@ -30,7 +35,8 @@ names). With -f, berth logs keeps printing: when the container exits and is
 restarted, it goes on with the new instance's log from its start, and it
 returns once no restart will come (the pod has ended, is gone, or its
 restart policy says so). --previous prints the instance before the current
-one.`,
+one. The log comes through <root-dir>/` + adminapi.SocketName + `, so it needs root:
+the read-only port serves no logs, as the kubelet's does not.`,
 		Example: `  # The log of a static pod's only container (static pods' names end in the node name)
   berth logs web-node1
 
@@ -51,14 +57,14 @@ one.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			client := newAPIClient(server)
+			client := logClients{api: newAPIClient(server), logs: newSocketClient(adminapi.SocketPath(rootDir))}
 			podName := args[0]
 			// Following across restarts starts from the instance the pod's
 			// status names.
 			follow := q.follow && !q.previous
 			var pod *v1.Pod
 			if container == "" || follow {
-				list, err := client.pods(ctx)
+				list, err := client.api.pods(ctx)
 				if err != nil {
 					return err
 				}
@@ -89,6 +95,7 @@ one.`,
 	}
 	fs := cmd.Flags()
 	addServerFlag(fs, &server)
+	addRootDirFlag(fs, &rootDir)
 	addNamespaceFlag(cmd, &namespace)
 	fs.StringVarP(&container, "container", "c", "", "container to print the log of")
 	// Registering completion for a flag just added cannot fail.
@@ -99,6 +106,16 @@ one.`,
 	fs.BoolVar(&q.timestamps, "timestamps", false, "prefix each line with its time")
 	fs.Int64Var(&q.tailLines, "tail", -1, "print only the last N lines (-1: all)")
 	return cmd
+}
+
+// logClients read the pods from the local API and the logs from the admin
+// socket.
+type logClients struct{ api, logs *apiClient }
+
+func (c logClients) pods(ctx context.Context) (*v1.PodList, error) { return c.api.pods(ctx) }
+
+func (c logClients) containerLogs(ctx context.Context, w io.Writer, namespace, pod, container string, q logQuery) error {
+	return c.logs.containerLogs(ctx, w, namespace, pod, container, q)
 }
 
 func findPod(pods []v1.Pod, namespace, name string) *v1.Pod {

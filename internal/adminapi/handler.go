@@ -61,6 +61,15 @@ func WithStreaming(streams http.Handler) Option {
 	}
 }
 
+// WithLogs serves the containers' logs (server.NewLogsHandler) under
+// /containerLogs/, for `berth logs`: the log files are root's, and so is
+// the socket, while the read-only TCP port serves no logs.
+func WithLogs(logs http.Handler) Option {
+	return func(mux *http.ServeMux) {
+		mux.Handle("/containerLogs/", logs)
+	}
+}
+
 // WithProfiling serves Go's profiles (net/http/pprof) under /debug/pprof/,
 // as the kubelet's enableProfilingHandler does, but only here: a CPU
 // profile stalls nothing, yet what it reveals is root's business.

@@ -83,3 +83,22 @@ func TestWithStreaming(t *testing.T) {
 		t.Errorf("without WithStreaming, /exec answered %d", rec.Code)
 	}
 }
+
+// WithLogs hands /containerLogs to the logs handler, query included.
+func TestWithLogs(t *testing.T) {
+	logs := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "log of %s?%s", r.URL.Path, r.URL.RawQuery)
+	})
+	rec := httptest.NewRecorder()
+	NewHandler(nil, staticPods{}, testNode, nil, WithLogs(logs)).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/containerLogs/default/web/app?tailLines=2", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "log of /containerLogs/default/web/app?tailLines=2" {
+		t.Errorf("with WithLogs: %d %q", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	NewHandler(nil, staticPods{}, testNode, nil).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/containerLogs/default/web/app", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("without WithLogs, /containerLogs answered %d", rec.Code)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -326,7 +325,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 				return nodestatus.Observed{
 					Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
 					Pressure: evictions.Conditions(),
-					NotReady: notReady(ctx, rt, loop),
+					NotReady: notReady(ctx, rt.cri.Runtime(), loop.pleg, n.Status.Capacity),
 					Info:     info,
 					Images:   nodeImages(ctx, rt, log),
 				}
@@ -341,6 +340,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	bg.Go(func() {
 		if err := adminapi.Serve(ctx, admin, adminapi.NewHandler(store, merge, cfg.NodeName, log,
 			adminapi.WithStreaming(server.NewStreamingHandler(&apiSource{loop: loop}, rt.cri, log)),
+			adminapi.WithLogs(server.NewLogsHandler(&apiSource{loop: loop, cri: rt.cri}, log)),
 			adminapi.WithProfiling()), log); err != nil {
 			log.Error("admin API stopped", "socket", admin.Addr().String(), "err", err)
 		}
@@ -402,21 +402,6 @@ func nodeImages(ctx context.Context, rt *runtimeHandle, log *slog.Logger) []v1.C
 		return nil
 	}
 	return nodestatus.Images(images, nodestatus.MaxImages)
-}
-
-// notReady is why the node cannot run pods now, the kubelet's Ready
-// condition: the runtime or the PLEG is unhealthy. Empty when it can.
-func notReady(ctx context.Context, rt *runtimeHandle, loop *syncLoop) string {
-	ctx, cancel := context.WithTimeout(ctx, apiCallTimeout)
-	defer cancel()
-	var problems []string
-	if err := rt.cri.RuntimeReady(ctx); err != nil {
-		problems = append(problems, "container runtime is down: "+err.Error())
-	}
-	if err := loop.pleg.Healthy(); err != nil {
-		problems = append(problems, "PLEG is not healthy: "+err.Error())
-	}
-	return strings.Join(problems, ", ")
 }
 
 // parallelPodStarts is how many pods start at once on a node with cpus

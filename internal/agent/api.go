@@ -35,6 +35,8 @@ type apiSource struct {
 	capacity, allocatable v1.ResourceList
 	evictions             *eviction.Manager
 	stats                 *stats.Provider
+	// ready keeps /node's Ready condition between requests.
+	ready readyTracker
 }
 
 // Admission answers /pods/{namespace}/{name}/admission: how the pod was

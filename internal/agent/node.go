@@ -2,24 +2,69 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	goruntime "runtime"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/berth-dev/berth/internal/cm"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/eviction"
+	"github.com/berth-dev/berth/internal/nodestatus"
 )
 
 // Node answers /node: the node as the kubelet would report it to an API
-// server, with the conditions the eviction manager sets.
+// server, with the conditions the eviction manager sets and the Ready
+// condition, computed as in cluster mode, so that a dead runtime or a
+// stuck PLEG shows on a standalone node too.
 func (a *apiSource) Node() v1.Node {
 	devCapacity, devAllocatable := a.devices.Capacity()
 	n := nodeObject(a.loop.cfg.NodeName, a.capacity, a.allocatable, devCapacity, devAllocatable)
-	n.Status.Conditions = a.evictions.Conditions()
+	why := notReady(context.Background(), a.cri.Runtime(), a.loop.pleg, n.Status.Capacity)
+	n.Status.Conditions = append(a.evictions.Conditions(), a.ready.observe(why, a.loop.clk.Now()))
 	return *n
+}
+
+// readyStatusTimeout bounds the CRI Status call behind the Ready
+// condition, as the runtime health check's: a runtime that does not say
+// how it is within seconds is down.
+const readyStatusTimeout = 5 * time.Second
+
+// notReady is why the node cannot run pods now, "" when it can: the
+// kubelet's Ready condition (nodestatus.NotReady) over the runtime's CRI
+// Status, the PLEG's health and the node's capacity. Cluster mode's Node
+// and standalone /node both read it here.
+func notReady(ctx context.Context, cri runtimeapi.RuntimeServiceClient, pleg interface{ Healthy() error }, capacity v1.ResourceList) string {
+	ctx, cancel := context.WithTimeout(ctx, readyStatusTimeout)
+	defer cancel()
+	h := nodestatus.Health{PLEG: pleg.Healthy(), Capacity: capacity}
+	resp, err := cri.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		h.RuntimeErr = fmt.Errorf("runtime status: %w", err)
+	} else {
+		h.Runtime = resp.GetStatus()
+	}
+	return nodestatus.NotReady(h)
+}
+
+// readyTracker keeps the Ready condition /node last showed, for its
+// transition time: standalone, there is no API server to keep it.
+type readyTracker struct {
+	mu   sync.Mutex
+	last *v1.NodeCondition
+}
+
+func (r *readyTracker) observe(notReady string, now time.Time) v1.NodeCondition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := nodestatus.ReadyCondition(notReady, r.last, now)
+	r.last = &c
+	return c
 }
 
 // admissionDeviceResources are the device plugins' resources a new pod is

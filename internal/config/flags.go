@@ -67,7 +67,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String(flagContainerRuntimeEndpoint, "", "CRI socket of an existing runtime, e.g. unix:///run/containerd/containerd.sock (default: berth starts its own containerd)")
 	fs.String(flagCgroupDriver, DefaultCgroupDriver, "cgroup driver; only cgroupfs is supported")
 	fs.Int32(flagMaxPods, DefaultMaxPods, "maximum number of pods on this node")
-	fs.Int32(flagReadOnlyPort, DefaultReadOnlyPort, "port of the local read-only API (/healthz, /pods, /containerLogs); 0 disables it")
+	fs.Int32(flagReadOnlyPort, DefaultReadOnlyPort, "port of the local read-only API (/healthz, /pods, /stats/summary, /metrics; no logs); 0 disables it")
 	fs.String(flagAddress, DefaultAddress, "IP address the APIs listen on; the read-only API, which has no authentication, only on a loopback one")
 	fs.String(flagPodLogsDir, DefaultPodLogsDir, "directory of container log files")
 	fs.String(flagPauseBinary, "", "sandbox (pause) program (default: "+PauseBinaryName+" next to the berth executable, else in PATH)")

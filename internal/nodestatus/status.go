@@ -86,7 +86,6 @@ func Status(id Identity, obs Observed, prev v1.NodeStatus, now time.Time) v1.Nod
 		// Volumes are not reported: berth has no attachable volumes.
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: id.Port}},
 	}
-	nowT := metav1.NewTime(now)
 	owned := map[v1.NodeConditionType]v1.NodeCondition{}
 	for _, c := range obs.Pressure {
 		owned[c.Type] = c
@@ -99,12 +98,7 @@ func Status(id Identity, obs Observed, prev v1.NodeStatus, now time.Time) v1.Nod
 		if !ok {
 			continue
 		}
-		c.LastHeartbeatTime = nowT
-		c.LastTransitionTime = nowT
-		if old := findCondition(prev.Conditions, t); old != nil && old.Status == c.Status {
-			c.LastTransitionTime = old.LastTransitionTime
-		}
-		st.Conditions = append(st.Conditions, c)
+		st.Conditions = append(st.Conditions, carry(c, findCondition(prev.Conditions, t), now))
 	}
 	for _, c := range prev.Conditions {
 		if _, ok := owned[c.Type]; !ok {

@@ -107,7 +107,9 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog
 		log.Warn("tearing down the volumes of the evicted pod failed", "err", err)
 	}
 	if d.Cgroups != nil {
-		if err := d.Cgroups.RemovePod(pod.UID); err != nil {
+		killed, err := d.Cgroups.RemovePod(pod.UID)
+		w.stragglersKilled(pod, killed, log)
+		if err != nil {
 			log.Warn("removing the cgroup of the evicted pod failed", "err", err)
 		}
 	}

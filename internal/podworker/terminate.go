@@ -146,7 +146,9 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 		return fmt.Errorf("tear down volumes: %w", err)
 	}
 	if d.Cgroups != nil {
-		if err := d.Cgroups.RemovePod(w.uid); err != nil {
+		killed, err := d.Cgroups.RemovePod(w.uid)
+		w.stragglersKilled(pod, killed, log)
+		if err != nil {
 			return err
 		}
 	}
@@ -170,6 +172,22 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	}
 	log.Info("pod removed")
 	return nil
+}
+
+// ReasonKilledStragglers is the event of a pod whose cgroup still held
+// processes once its containers were gone. The kubelet kills them without
+// a word; berth says so, since such a process escaped the pod's containers.
+const ReasonKilledStragglers = "KilledStragglers"
+
+// stragglersKilled tells, on the pod, that processes left in its cgroup
+// were killed. pod is nil for an orphan, which has only the log.
+func (w *worker) stragglersKilled(pod *v1.Pod, pids []int, log *slog.Logger) {
+	if len(pids) == 0 {
+		return
+	}
+	log.Warn("killed processes left in the pod cgroup", "pids", pids)
+	w.event(pod, v1.EventTypeWarning, ReasonKilledStragglers,
+		fmt.Sprintf("Killed %d process(es) left in the pod cgroup after its containers stopped: pids %v", len(pids), pids))
 }
 
 // deletedThroughAPI reports a pod of the API server that it deleted.

@@ -56,7 +56,9 @@ type Volumes interface {
 type PodCgroups interface {
 	CgroupParent(pod *v1.Pod) string
 	EnsurePod(pod *v1.Pod) (string, error)
-	RemovePod(uid types.UID) error
+	// RemovePod kills what is left in the pod's cgroup and removes it; it
+	// returns the pids it killed.
+	RemovePod(uid types.UID) (killed []int, _ error)
 }
 
 // Probes is the probe manager (package prober), seen from a pod worker.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -117,9 +118,32 @@ func podList(pods []v1.Pod) *v1.PodList {
 	}
 }
 
+// LogSource is what serving container logs needs of berth: its pods, and
+// their containers' log files.
+type LogSource interface {
+	Pods() []v1.Pod
+	ContainerLog(namespace, pod, container string, previous bool) (path string, containerID string, err error)
+	ContainerRunning(containerID string) bool
+}
+
+// NewLogsHandler serves GET /containerLogs/{namespace}/{pod}/{container}
+// as the kubelet does, for the secure API and the admin socket: the places
+// whose callers are authenticated, or root.
+func NewLogsHandler(src LogSource, log *slog.Logger) http.Handler {
+	h := &logsHandler{src: src, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", h.containerLogs)
+	return mux
+}
+
+type logsHandler struct {
+	src LogSource
+	log *slog.Logger
+}
+
 // containerLogs serves a container's log as text, like the kubelet's
 // /containerLogs/{namespace}/{pod}/{container}.
-func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
+func (s *logsHandler) containerLogs(w http.ResponseWriter, r *http.Request) {
 	namespace, podName, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	opts, err := parseLogOptions(r.URL.Query())
 	if err != nil {

@@ -43,7 +43,11 @@ func TestSecure(t *testing.T) {
 		streamed++
 		io.WriteString(w, "streamed "+r.URL.Path)
 	})
-	src := &fakeSource{pods: []v1.Pod{testPod("default", "web", "app")}}
+	logPath := filepath.Join(dir, "0.log")
+	if err := os.WriteFile(logPath, []byte("2024-05-01T10:00:01Z stdout F hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{pods: []v1.Pod{testPod("default", "web", "app")}, logs: map[string]string{"default/web/app": logPath}}
 	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert.Certificate}, MinVersion: tls.VersionTLS12}
 	srv := NewSecure("127.0.0.1:0", src, prometheus.NewRegistry(), streaming, authn.New(false, tokens), tlsConfig,
 		slog.New(slog.DiscardHandler))
@@ -85,6 +89,13 @@ func TestSecure(t *testing.T) {
 	if code, body := call("/exec/default/web/app?command=id", "s3cret"); code != 200 || body != "streamed /exec/default/web/app" {
 		t.Errorf("exec with the token: %d %q", code, body)
 	}
+	// Logs are served here, to authenticated callers only.
+	if code, _ := call("/containerLogs/default/web/app", ""); code != http.StatusUnauthorized {
+		t.Errorf("/containerLogs without a token: %d, want 401", code)
+	}
+	if code, body := call("/containerLogs/default/web/app", "s3cret"); code != 200 || body != "hello\n" {
+		t.Errorf("/containerLogs with the token: %d %q", code, body)
+	}
 
 	// Plain HTTP on the TLS port is not served.
 	resp, err := http.Get("http://" + addr + "/pods")
@@ -96,15 +107,36 @@ func TestSecure(t *testing.T) {
 	}
 }
 
-func TestReadOnlyHasNoStreaming(t *testing.T) {
-	src := &fakeSource{pods: []v1.Pod{testPod("default", "web", "app")}}
-	for _, path := range []string{"/exec/default/web/app?command=id", "/attach/default/web/app"} {
+// The read-only API, which anyone on the host can reach, serves what the
+// kubelet's read-only port serves: no container's log, no exec, attach or
+// port forwarding, no profile; each of those paths gets the kubelet's 405.
+func TestReadOnlyHasNoDebuggingHandlers(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "0.log")
+	if err := os.WriteFile(logPath, []byte("2024-05-01T10:00:01Z stdout F secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := &fakeSource{
+		pods: []v1.Pod{testPod("default", "web", "app")},
+		logs: map[string]string{"default/web/app": logPath},
+	}
+	h := newTestServer(src).Handler()
+	for _, path := range []string{
+		"/containerLogs/default/web/app", "/containerLogs/default/web/app?follow=true",
+		"/exec/default/web/app?command=id", "/attach/default/web/app", "/portForward/default/web",
+		"/run/default/web/app", "/logs/", "/debug/pprof/", "/runningpods/",
+	} {
 		for _, method := range []string{http.MethodGet, http.MethodPost} {
 			rec := httptest.NewRecorder()
-			newTestServer(src).Handler().ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-			if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
-				t.Errorf("%s %s on the read-only API: %d", method, path, rec.Code)
+			h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+			if rec.Code != http.StatusMethodNotAllowed || strings.TrimSpace(rec.Body.String()) != "Debug endpoints are disabled." {
+				t.Errorf("%s %s on the read-only API: %d %q, want 405 Debug endpoints are disabled.", method, path, rec.Code, rec.Body.String())
 			}
+		}
+	}
+	// What the kubelet's read-only port does serve is still there.
+	for _, path := range []string{"/healthz", "/pods"} {
+		if rec := get(t, h, path); rec.Code != http.StatusOK {
+			t.Errorf("GET %s on the read-only API: %d", path, rec.Code)
 		}
 	}
 }

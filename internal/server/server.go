@@ -1,15 +1,19 @@
 // Package server is berth's HTTP APIs. The read-only API is the
-// counterpart of the kubelet's read-only port: /healthz, /pods,
-// /containerLogs, /stats/summary, /metrics and /metrics/resource (the
-// series metrics-server scrapes), with the kubelet's paths, query
-// parameters and response shapes, so the same tools and habits work
-// against it; /events, /pods/{namespace}/{name}/events and /node/events,
-// which stand in for the API server's events; /devices, the device plugins'
-// resources and allocations; and /images, the images with their
-// garbage-collection state. It has no authentication and berth keeps it on
-// loopback. The secure API (NewSecure) serves the same plus exec, attach and
-// portForward (NewStreamingHandler), over TLS, to the callers its Guard lets
-// through.
+// counterpart of the kubelet's read-only port, and serves no more than it
+// does of what a pod holds: /healthz, /pods, /stats/summary, /metrics and
+// /metrics/resource (the series metrics-server scrapes), with the
+// kubelet's paths, query parameters and response shapes, so the same tools
+// and habits work against it; /events, /pods/{namespace}/{name}/events and
+// /node/events, which stand in for the API server's events; /devices, the
+// device plugins' resources and allocations; /images, the images with
+// their garbage-collection state; and /node. It has no authentication, so,
+// like the kubelet's, it answers the debugging paths (/containerLogs,
+// /exec, /attach, /portForward, /run, /logs, /debug/pprof, /runningpods)
+// with 405 "Debug endpoints are disabled.": a container's log is no more
+// any local user's than the root-owned file it is kept in. The secure API
+// (NewSecure) serves the same plus /containerLogs, exec, attach and
+// portForward (NewStreamingHandler), over TLS, to the callers its Guard
+// lets through; NewLogsHandler serves /containerLogs on the admin socket.
 package server
 
 import (
@@ -102,6 +106,7 @@ type Server struct {
 // /metrics.
 func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
 	s := newServer(addr, src, gatherer, log)
+	installDebuggingDisabled(s.mux)
 	s.handler = logRequests(s.mux, log, clock.RealClock{}, true)
 	return s
 }
@@ -123,6 +128,7 @@ type Guard interface {
 func NewSecure(addr string, src Source, gatherer prometheus.Gatherer, streaming http.Handler,
 	guard Guard, tlsConfig *tls.Config, log *slog.Logger) *Server {
 	s := newServer(addr, src, gatherer, log)
+	s.mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", NewLogsHandler(src, log))
 	if streaming != nil {
 		// The streaming handler routes /exec/{namespace}/{pod}/{container},
 		// /attach/... and /portForward/{namespace}/{pod} itself, with
@@ -144,7 +150,6 @@ func newServer(addr string, src Source, gatherer prometheus.Gatherer, log *slog.
 	s.mux.HandleFunc("GET /pods", s.pods)
 	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/events", s.podEvents)
 	s.mux.HandleFunc("GET /pods/{namespace}/{pod}/admission", s.podAdmission)
-	s.mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	s.mux.HandleFunc("GET /node/events", s.nodeEvents)
 	s.mux.HandleFunc("GET /devices", s.devices)
 	s.mux.HandleFunc("GET /images", s.images)
@@ -156,6 +161,27 @@ func newServer(addr string, src Source, gatherer prometheus.Gatherer, log *slog.
 		s.mux.Handle("GET /metrics", metricsHandler(gatherer, log))
 	}
 	return s
+}
+
+// debuggingPaths are what the kubelet's read-only server answers with
+// "Debug endpoints are disabled." (its InstallDebuggingDisabledHandlers):
+// everything that reads a container's output, runs something in it, or
+// profiles the agent.
+var debuggingPaths = []string{
+	"/run/", "/exec/", "/attach/", "/portForward/", "/containerLogs/",
+	"/runningpods/", "/debug/pprof/", "/logs/",
+}
+
+// installDebuggingDisabled answers the debugging paths, whatever the
+// method, as the kubelet's read-only port does: 405, so that a client
+// learns the path exists but is not served here, not that it mistyped.
+func installDebuggingDisabled(mux *http.ServeMux) {
+	disabled := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Debug endpoints are disabled.", http.StatusMethodNotAllowed)
+	})
+	for _, p := range debuggingPaths {
+		mux.Handle(p, disabled)
+	}
 }
 
 // Handler returns the API's handler, for tests and for embedding.

@@ -126,6 +126,10 @@ func newTestServer(src Source) *Server {
 	return New("127.0.0.1:0", src, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 }
 
+func newLogsHandler(src LogSource) http.Handler {
+	return NewLogsHandler(src, slog.New(slog.DiscardHandler))
+}
+
 func get(t *testing.T, h http.Handler, target string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()
@@ -271,7 +275,7 @@ func TestContainerLogs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src.logErr = tt.logErr
-			rec := get(t, newTestServer(src).Handler(), tt.target)
+			rec := get(t, newLogsHandler(src), tt.target)
 			body := rec.Body.String()
 			if rec.Code != tt.wantCode {
 				t.Fatalf("code %d (%q), want %d", rec.Code, body, tt.wantCode)
@@ -343,7 +347,7 @@ func TestFollowContainerLog(t *testing.T) {
 		logs:    map[string]string{"default/web/nginx": path},
 		running: map[string]bool{"id-default/web/nginx": true},
 	}
-	hs := httptest.NewServer(newTestServer(src).Handler())
+	hs := httptest.NewServer(newLogsHandler(src))
 	defer hs.Close()
 
 	resp, err := http.Get(hs.URL + "/containerLogs/default/web/nginx?follow=true")
@@ -403,7 +407,11 @@ func TestServeAndShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- newTestServer(src).Serve(ctx, ln) }()
+	srv := newTestServer(src)
+	// The read-only API serves no logs; a log stream is what a server can
+	// be busy with when it must stop, so this one serves them.
+	srv.mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", newLogsHandler(src))
+	go func() { served <- srv.Serve(ctx, ln) }()
 
 	base := "http://" + ln.Addr().String()
 	resp, err := http.Get(base + "/healthz")

@@ -89,7 +89,7 @@ spec:
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "logs", "-f", "blink-"+nodeName)
-	cmd.Env = append(os.Environ(), "BERTH_SERVER="+n.url(""))
+	cmd.Env = append(os.Environ(), "BERTH_SERVER="+n.url(""), "BERTH_ROOT_DIR="+n.root)
 	out := &lockedBuffer{}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &stderr

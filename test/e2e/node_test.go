@@ -499,7 +499,8 @@ func (n *node) berth(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bins, "berth"), args...)
-	cmd.Env = append(os.Environ(), "BERTH_SERVER="+n.url(""))
+	// berth logs reads the log from the admin socket under the root dir.
+	cmd.Env = append(os.Environ(), "BERTH_SERVER="+n.url(""), "BERTH_ROOT_DIR="+n.root)
 	out, err := cmd.Output()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), fmt.Errorf("%v: %s", err, ee.Stderr)

@@ -154,8 +154,8 @@ func TestSecureAPI(t *testing.T) {
 		t.Errorf("the unauthenticated exec ran: %q", out)
 	}
 
-	// The read-only port has no exec at all.
-	if body, err := n.get("/exec/default/web-" + nodeName + "/main?command=id"); err == nil || !strings.Contains(err.Error(), "404") {
+	// The read-only port has no exec at all: the kubelet's 405.
+	if body, err := n.get("/exec/default/web-" + nodeName + "/main?command=id"); err == nil || !strings.Contains(err.Error(), "405") {
 		t.Errorf("exec on the read-only port: %v %s", err, body)
 	}
 }

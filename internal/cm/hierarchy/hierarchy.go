@@ -10,10 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
+	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/cm"
 )
@@ -27,6 +32,9 @@ type Writer interface {
 	Exists(path string) bool
 	Children(path string) ([]string, error)
 	Pids(path string) ([]int, error)
+	// Kill sends SIGKILL to every process of the cgroup and its
+	// descendants, and returns their pids; it does not wait for them.
+	Kill(path string) ([]int, error)
 	MemoryUsage(path string) (int64, error)
 }
 
@@ -40,6 +48,9 @@ type Options struct {
 	MemoryReservePercent *int64
 	// PodPidsLimit is every pod cgroup's pids.max; -1 for none.
 	PodPidsLimit int64
+	// Clock paces the waits for killed processes to go; nil is the real
+	// clock.
+	Clock clock.Clock
 }
 
 // Hierarchy is the single owner of the pod cgroup tree.
@@ -61,6 +72,9 @@ type Hierarchy struct {
 
 // New returns the hierarchy under opts.CgroupRoot.
 func New(w Writer, opts Options, log *slog.Logger) *Hierarchy {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return &Hierarchy{
 		w: w, opts: opts, log: log,
 		kubepods: cm.KubepodsCgroup(opts.CgroupRoot),
@@ -129,28 +143,35 @@ func (h *Hierarchy) EnsurePod(pod *v1.Pod) (string, error) {
 	return path, h.updateQOSLocked()
 }
 
-// RemovePod removes the pod's cgroup, which must have no processes left,
-// and gives the room it reserved back to the lower QoS classes.
-func (h *Hierarchy) RemovePod(uid types.UID) error {
+// RemovePod removes the pod's cgroup and gives the room it reserved back to
+// the lower QoS classes. Its containers are stopped by then, so whatever
+// is still in the cgroup is a straggler (a process a container left
+// behind, or one moved in from outside): it is killed, as the kubelet's
+// pod cgroup manager does, and its pids are returned so that the caller
+// can say so on the pod. Left alive, it would keep the pod from ever
+// going.
+func (h *Hierarchy) RemovePod(uid types.UID) (killed []int, _ error) {
 	var errs []error
 	for _, class := range []v1.PodQOSClass{v1.PodQOSGuaranteed, v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		path := cm.NewCgroupName(cm.QOSCgroup(h.kubepods, class), "pod"+string(uid)).ToCgroupfs()
-		if err := h.w.Destroy(path); err != nil {
+		pids, err := h.destroy(path)
+		killed = append(killed, pids...)
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("remove cgroup of pod %s: %w", uid, err)
+		return killed, fmt.Errorf("remove cgroup of pod %s: %w", uid, err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.pods, uid)
-	return h.updateQOSLocked()
+	return killed, h.updateQOSLocked()
 }
 
-// Housekeep removes the cgroups of pods that wanted(uid) says are gone,
-// once they have no processes left (the kubelet's orphaned pod cgroup
-// cleanup). It returns the UIDs it removed.
+// Housekeep removes the cgroups of pods that wanted(uid) says are gone
+// (the kubelet's orphaned pod cgroup cleanup), killing what is left in
+// them as the kubelet does. It returns the UIDs it removed.
 func (h *Hierarchy) Housekeep(wanted func(types.UID) bool) ([]types.UID, error) {
 	var removed []types.UID
 	var errs []error
@@ -166,11 +187,7 @@ func (h *Hierarchy) Housekeep(wanted func(types.UID) bool) ([]types.UID, error) 
 			if !ok || wanted(uid) {
 				continue
 			}
-			path := cm.NewCgroupName(parent, child).ToCgroupfs()
-			if pids, err := h.w.Pids(path); err != nil || len(pids) > 0 {
-				continue // its processes are still being stopped
-			}
-			if err := h.w.Destroy(path); err != nil {
+			if _, err := h.destroy(cm.NewCgroupName(parent, child).ToCgroupfs()); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -178,6 +195,57 @@ func (h *Hierarchy) Housekeep(wanted func(types.UID) bool) ([]types.UID, error) 
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// Killing the stragglers of a cgroup goes in rounds: kill what is there,
+// then wait for the kernel to let the cgroup go, polling at a doubling
+// interval. A process that survives a round (it forked past a missing
+// freezer, or sat in uninterruptible sleep) is killed again next round.
+// The whole takes at most about killRounds*killRoundWait; past it the
+// caller's own retry (the pod worker's next sync) starts again.
+const (
+	killRounds    = 3
+	killRoundWait = time.Second
+	killFirstPoll = 10 * time.Millisecond
+)
+
+// destroy removes the cgroup at path, first killing any process left in
+// it. It returns the pids it killed.
+func (h *Hierarchy) destroy(path string) ([]int, error) {
+	err := h.w.Destroy(path)
+	if err == nil || !errors.Is(err, unix.EBUSY) {
+		return nil, err
+	}
+	killed := map[int]struct{}{}
+	for round := 0; round < killRounds; round++ {
+		pids, kerr := h.w.Kill(path)
+		for _, pid := range pids {
+			killed[pid] = struct{}{}
+		}
+		if len(pids) > 0 {
+			h.log.Warn("killed processes left in a pod cgroup", "cgroup", path, "pids", pids, "round", round+1)
+		}
+		if err = h.awaitDestroy(path); err == nil {
+			break
+		}
+		if kerr != nil {
+			err = errors.Join(err, kerr)
+		}
+	}
+	return slices.Sorted(maps.Keys(killed)), err
+}
+
+// awaitDestroy tries Destroy until it succeeds or killRoundWait has passed
+// on the clock; only a busy cgroup is worth waiting for.
+func (h *Hierarchy) awaitDestroy(path string) error {
+	deadline := h.opts.Clock.Now().Add(killRoundWait)
+	for wait := killFirstPoll; ; wait *= 2 {
+		<-h.opts.Clock.After(wait)
+		err := h.w.Destroy(path)
+		if err == nil || !errors.Is(err, unix.EBUSY) || !h.opts.Clock.Now().Before(deadline) {
+			return err
+		}
+	}
 }
 
 // updateQOSLocked writes the burstable and besteffort values for the

@@ -2,6 +2,7 @@ package hierarchy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
@@ -9,10 +10,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/cm"
 )
@@ -24,6 +28,9 @@ type fakeFS struct {
 	pids    map[string][]int
 	usage   map[string]int64
 	log     []string
+	// immortal pids survive Kill (a process stuck in the kernel).
+	immortal map[int]bool
+	kills    int
 }
 
 func newFakeFS() *fakeFS {
@@ -47,7 +54,7 @@ func (f *fakeFS) Update(path string, cfg cm.ResourceConfig) error {
 
 func (f *fakeFS) Destroy(path string) error {
 	if len(f.pids[path]) > 0 {
-		return errors.New(path + " has processes")
+		return fmt.Errorf("%s has processes: %w", path, unix.EBUSY)
 	}
 	if _, ok := f.cgroups[path]; ok {
 		f.log = append(f.log, "destroy "+path)
@@ -69,7 +76,21 @@ func (f *fakeFS) Children(path string) ([]string, error) {
 	return out, nil
 }
 
-func (f *fakeFS) Pids(path string) ([]int, error)        { return f.pids[path], nil }
+func (f *fakeFS) Pids(path string) ([]int, error) { return f.pids[path], nil }
+
+func (f *fakeFS) Kill(path string) ([]int, error) {
+	f.kills++
+	found := f.pids[path]
+	var left []int
+	for _, pid := range found {
+		if f.immortal[pid] {
+			left = append(left, pid)
+		}
+	}
+	f.pids[path] = left
+	return found, nil
+}
+
 func (f *fakeFS) MemoryUsage(path string) (int64, error) { return f.usage[path], nil }
 
 const gi = int64(1) << 30
@@ -93,6 +114,7 @@ func newTest(t *testing.T) (*Hierarchy, *fakeFS) {
 	fs := newFakeFS()
 	reserve := int64(100)
 	h := New(fs, Options{
+		Clock:                steppingClock{testingclock.NewFakeClock(time.Unix(0, 0))},
 		CgroupRoot:           "/",
 		Allocatable:          v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: *resource.NewQuantity(8*gi, resource.BinarySI)},
 		EnforcePods:          true,
@@ -173,7 +195,7 @@ func TestPodComesAndGoes(t *testing.T) {
 	if got := memory(t, fs, "/kubepods/besteffort"); got != 5*gi {
 		t.Errorf("besteffort memory = %d, want 8Gi - 1Gi - 2Gi", got)
 	}
-	if err := h.RemovePod("g"); err != nil {
+	if _, err := h.RemovePod("g"); err != nil {
 		t.Fatal(err)
 	}
 	if fs.Exists("/kubepods/podg") {
@@ -187,14 +209,55 @@ func TestPodComesAndGoes(t *testing.T) {
 	}
 }
 
-func TestRemovePodWithProcessesFails(t *testing.T) {
+// steppingClock is a fake clock on which a wait is over as soon as it
+// starts: the time it waited passes at once.
+type steppingClock struct{ *testingclock.FakeClock }
+
+func (c steppingClock) After(d time.Duration) <-chan time.Time {
+	c.Step(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.Now()
+	return ch
+}
+
+// What is left in a pod cgroup when the pod goes is killed, and the pod
+// goes: a straggler must not hold it for ever.
+func TestRemovePodKillsStragglers(t *testing.T) {
+	h, fs := newTest(t)
+	if _, err := h.EnsurePod(testPod("g", "g", "1Gi", "1Gi")); err != nil {
+		t.Fatal(err)
+	}
+	fs.pids["/kubepods/podg"] = []int{42, 43}
+	killed, err := h.RemovePod("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(killed, []int{42, 43}) {
+		t.Errorf("killed %v, want [42 43]", killed)
+	}
+	if fs.Exists("/kubepods/podg") {
+		t.Error("the pod cgroup is still there")
+	}
+}
+
+// A process that will not die fails the removal after a bounded number of
+// rounds, naming the pod; the caller retries later.
+func TestRemovePodGivesUpOnAnUnkillableProcess(t *testing.T) {
 	h, fs := newTest(t)
 	if _, err := h.EnsurePod(testPod("g", "g", "1Gi", "1Gi")); err != nil {
 		t.Fatal(err)
 	}
 	fs.pids["/kubepods/podg"] = []int{42}
-	if err := h.RemovePod("g"); err == nil || !strings.Contains(err.Error(), "podg") {
+	fs.immortal = map[int]bool{42: true}
+	killed, err := h.RemovePod("g")
+	if err == nil || !strings.Contains(err.Error(), "podg") {
 		t.Fatalf("RemovePod = %v, want an error naming the pod", err)
+	}
+	if !slices.Equal(killed, []int{42}) {
+		t.Errorf("killed %v, want [42]", killed)
+	}
+	if fs.kills != killRounds {
+		t.Errorf("%d kills, want %d rounds", fs.kills, killRounds)
 	}
 }
 
@@ -224,8 +287,10 @@ func TestHousekeep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(removed, []types.UID{"gone"}) {
-		t.Fatalf("removed %v, want [gone]: kept the wanted pod, the busy one and what is not a pod cgroup", removed)
+	// As the kubelet's orphaned pod cgroup cleanup: what is left in the
+	// cgroup of a pod that is gone is killed.
+	if !reflect.DeepEqual(removed, []types.UID{"gone", "busy"}) {
+		t.Fatalf("removed %v, want [gone busy]: kept the wanted pod and what is not a pod cgroup", removed)
 	}
 }
 
