@@ -119,13 +119,21 @@ func (h *harness) violate(vs ...Violation) {
 		}
 		h.seen[key] = true
 		if slices.Contains(h.s.profile.Tolerated, v.Kind) {
-			h.t.Logf("known defect, tolerated by profile %s: after #%d: %s", h.s.profile.Name, h.step, key)
+			h.t.Logf("known defect, tolerated by profile %s: after #%s: %s", h.s.profile.Name, h.stepName(), key)
 			continue
 		}
-		line := fmt.Sprintf("after #%d: %s", h.step, key)
+		line := fmt.Sprintf("after #%s: %s", h.stepName(), key)
 		h.violations = append(h.violations, line)
 		h.t.Log("VIOLATION " + line)
 	}
+}
+
+// stepName is the history's name of the current step.
+func (h *harness) stepName() string {
+	if h.step > h.s.faults {
+		return "end"
+	}
+	return fmt.Sprint(h.step)
 }
 
 func (h *harness) want() []WantPod {
@@ -177,7 +185,7 @@ func (h *harness) bringUp() bool {
 func (h *harness) repair() {
 	for _, p := range h.planted {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			h.history = append(h.history, fmt.Sprintf("#%d repair: removed the directory %s", h.step, p))
+			h.history = append(h.history, fmt.Sprintf("#%s repair: removed the directory %s", h.stepName(), p))
 			_ = os.RemoveAll(p)
 		}
 	}
@@ -192,17 +200,28 @@ func (h *harness) converge() time.Duration {
 	deadline := began.Add(3*time.Minute + 4*time.Second*time.Duration(len(h.slots)))
 	var obs Observation
 	var last string
+	// Converged must still hold settle later: a berth that just came
+	// back shows what it adopted before its first sync has acted on it.
+	const settle = 3 * time.Second
+	var since time.Time
 	for {
 		o, err := h.n.observe()
 		if err == nil {
 			obs = o
 			h.violate(Always(obs)...)
 			ok, desc := Converged(want, obs)
-			if ok {
+			if ok && since.IsZero() {
+				since = time.Now()
+			}
+			if ok && time.Since(since) >= settle {
 				break
+			}
+			if !ok {
+				since = time.Time{}
 			}
 			last = desc
 		} else {
+			since = time.Time{}
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
@@ -238,6 +257,8 @@ func (h *harness) inject(f Fault) bool {
 			h.violate(Violation{Kind: "start-up", Detail: "berth exited by itself during start-up: " + n.lastError()})
 		}
 		n.kill9()
+	case TermBerthStartup:
+		h.termDuringStartup(f)
 	case KillBerthSync:
 		h.applyOps(f.Ops)
 		time.Sleep(f.Delay)
@@ -249,6 +270,8 @@ func (h *harness) inject(f Fault) bool {
 		time.Sleep(f.Delay)
 		n.kill9()
 	case KillContainerd, KillAdoptedContainerd:
+		h.applyOps(f.Ops)
+		time.Sleep(f.Delay)
 		return h.killContainerd()
 	case KillBothDown:
 		n.kill9()
@@ -263,6 +286,27 @@ func (h *harness) inject(f Fault) bool {
 		return true
 	}
 	return h.bringUp()
+}
+
+// termDuringStartup starts berth and stops it with SIGTERM f.Delay later;
+// a containerd this berth started must be gone once it exited.
+func (h *harness) termDuringStartup(f Fault) {
+	n := h.n
+	n.kill9()
+	if err := n.launch(); err != nil {
+		h.t.Fatal(err)
+	}
+	time.Sleep(f.Delay)
+	if !n.running() {
+		h.violate(Violation{Kind: "start-up", Detail: "berth exited by itself during start-up: " + n.lastError()})
+		return
+	}
+	n.signal(syscall.SIGTERM, time.Minute)
+	started := strings.Contains(n.thisRunLog(), `"msg":"containerd started"`)
+	if pid := n.containerdPid(); started && pid > 1 && hostclean.Alive(pid) {
+		h.violate(Violation{Kind: "runtime-left", Detail: fmt.Sprintf(
+			"berth started containerd (pid %d), stopped on SIGTERM %s into its start, and left it running", pid, f.Delay)})
+	}
 }
 
 // killContainerd kills the running berth's containerd and waits for berth
@@ -289,7 +333,7 @@ func (h *harness) killContainerd() bool {
 		how = "adopted"
 	}
 	h.violate(Violation{Kind: "runtime", Detail: fmt.Sprintf("berth %s containerd (pid %d); it was killed and none ran 2m later", how, old)})
-	h.history = append(h.history, fmt.Sprintf("#%d repair: restarted berth", h.step))
+	h.history = append(h.history, fmt.Sprintf("#%s repair: restarted berth", h.stepName()))
 	n.kill9()
 	return h.bringUp()
 }
@@ -336,17 +380,43 @@ func (h *harness) damage(f Fault) bool {
 	if err := h.damageFile(f, path, uid); err != nil {
 		h.t.Fatalf("damage %s: %v", path, err)
 	}
+	if f.KillRecovery {
+		if err := n.launch(); err != nil {
+			h.t.Fatal(err)
+		}
+		time.Sleep(f.Delay)
+		n.kill9()
+	}
 	if !h.bringUp() {
 		return false
 	}
 	if f.Target == AppliedPod {
 		s := h.slots[f.Slot]
+		h.waitQuarantined(s.FullName(nodeName))
 		if err := n.putPod(s); err != nil {
 			h.violate(Violation{Kind: "re-apply", Pod: s.Name(), Detail: err.Error()})
 		}
 		h.replaced[s.FullName(nodeName)] = true
 	}
 	return true
+}
+
+// waitQuarantined waits for berth to show name as an unreadable manifest.
+func (h *harness) waitQuarantined(name string) {
+	var last string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		obs, err := h.n.observe()
+		if err == nil && Quarantined(obs, name) {
+			return
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprint(obs.Pods)
+		}
+	}
+	h.violate(Violation{Kind: "quarantine-lost", Pod: name,
+		Detail: "its damaged file shows nowhere in /pods a minute after start: " + last})
 }
 
 func (h *harness) damageFile(f Fault, path, uid string) error {

@@ -31,12 +31,16 @@ const (
 	DamageFile
 	// Churn creates, replaces and deletes pods while berth runs.
 	Churn
+	// TermBerthStartup sends SIGTERM a random moment after berth was
+	// started: a berth that stops gracefully stops the containerd it
+	// started, however early.
+	TermBerthStartup
 	numKinds
 )
 
 var kindNames = [numKinds]string{
 	"kill-berth-startup", "kill-berth-sync", "kill-berth-shutdown", "kill-containerd",
-	"kill-adopted-containerd", "kill-both-down", "damage-file", "churn",
+	"kill-adopted-containerd", "kill-both-down", "damage-file", "churn", "term-berth-startup",
 }
 
 func (k Kind) String() string {
@@ -103,8 +107,11 @@ type Fault struct {
 	Delay time.Duration
 	// Graceful is how berth goes down before DamageFile: SIGTERM, or kill -9.
 	Graceful bool
-	Target   Target
-	Damage   Damage
+	// KillRecovery kills, Delay after its start, the first berth that
+	// meets the damaged file.
+	KillRecovery bool
+	Target       Target
+	Damage       Damage
 	// Slot is the applied pod whose file is damaged (Target AppliedPod).
 	Slot int
 	// Ops are the pod changes of Churn and KillBerthSync.
@@ -115,7 +122,7 @@ func (f Fault) String() string {
 	var b strings.Builder
 	b.WriteString(f.Kind.String())
 	switch f.Kind {
-	case KillBerthStartup, KillBerthShutdown:
+	case KillBerthStartup, KillBerthShutdown, TermBerthStartup:
 		fmt.Fprintf(&b, " after %s", f.Delay)
 	case KillBerthSync:
 		fmt.Fprintf(&b, " %s after %s", opsString(f.Ops), f.Delay)
@@ -128,8 +135,15 @@ func (f Fault) String() string {
 		if f.Target == AppliedPod {
 			fmt.Fprintf(&b, " of slot %d", f.Slot)
 		}
+		if f.KillRecovery {
+			fmt.Fprintf(&b, ", its first start killed after %s", f.Delay)
+		}
 	case Churn:
 		fmt.Fprintf(&b, " %s", opsString(f.Ops))
+	case KillContainerd, KillAdoptedContainerd:
+		if len(f.Ops) > 0 {
+			fmt.Fprintf(&b, " %s after %s", opsString(f.Ops), f.Delay)
+		}
 	}
 	return b.String()
 }
@@ -155,6 +169,8 @@ type Profile struct {
 	Damages map[Target][]Damage
 	// MaxChurn bounds the pods one churn changes.
 	MaxChurn int
+	// KillRecovery lets a damage fault also kill the start that meets it.
+	KillRecovery bool
 	// Tolerated are violation kinds of known defects that this profile
 	// logs but does not fail on.
 	Tolerated []string
@@ -248,7 +264,7 @@ func Next(r *rand.Rand, p Profile, st State) (Fault, error) {
 	}
 	f := Fault{Kind: k}
 	switch k {
-	case KillBerthStartup:
+	case KillBerthStartup, TermBerthStartup:
 		// Start-up takes a few seconds: containerd, images, adoption, API.
 		f.Delay = randDuration(r, 6*time.Second)
 	case KillBerthSync:
@@ -260,6 +276,12 @@ func Next(r *rand.Rand, p Profile, st State) (Fault, error) {
 		f = damageFault(r, p, st)
 	case Churn:
 		f.Ops = churnOps(r, st, p.MaxChurn)
+	case KillContainerd, KillAdoptedContainerd:
+		// Half the time while berth syncs a change, half at rest.
+		if r.IntN(2) == 0 && len(st.Present) > 0 {
+			f.Ops = churnOps(r, st, p.MaxChurn)
+			f.Delay = randDuration(r, 2*time.Second)
+		}
 	}
 	return f, nil
 }
@@ -278,6 +300,10 @@ func damageFault(r *rand.Rand, p Profile, st State) Fault {
 	if f.Target == AppliedPod {
 		slots := presentApplied(st)
 		f.Slot = slots[r.IntN(len(slots))]
+	}
+	if p.KillRecovery && r.IntN(3) == 0 {
+		f.KillRecovery = true
+		f.Delay = randDuration(r, 6*time.Second)
 	}
 	return f
 }
@@ -308,8 +334,11 @@ func randDuration(r *rand.Rand, max time.Duration) time.Duration {
 // Left out, for the defects of issue #19 that they hit: killing an adopted
 // containerd (item 1: never restarted), killing containerd while berth is
 // down (item 2: the next start races containerd's CRI), any damage to the
-// device checkpoint (item 3: a device handed out twice) and a directory in
-// place of the probe state (item 4: berth never starts).
+// device checkpoint (item 3: a device handed out twice), a directory in
+// place of the probe state (item 4: berth never starts) and SIGTERM during
+// start-up (item 9: the containerd berth launched is left running), and
+// killing the start that quarantines a damaged file (item 5: a quarantined
+// applied pod can vanish).
 func Smoke() Profile {
 	return Profile{
 		Name: "smoke",
@@ -338,7 +367,7 @@ func Full() Profile {
 		Weights: map[Kind]int{
 			KillBerthStartup: 3, KillBerthSync: 3, KillBerthShutdown: 2,
 			KillContainerd: 2, KillAdoptedContainerd: 2, KillBothDown: 2,
-			DamageFile: 3, Churn: 2,
+			DamageFile: 3, Churn: 2, TermBerthStartup: 1,
 		},
 		Damages: map[Target][]Damage{
 			ProbeState:       all,
@@ -346,7 +375,8 @@ func Full() Profile {
 			TerminalRecord:   {Truncate, Garbage, Directory},
 			AppliedPod:       {Truncate, Garbage, Directory},
 		},
-		MaxChurn: 3,
+		MaxChurn:     3,
+		KillRecovery: true,
 	}
 }
 

@@ -81,7 +81,7 @@ func TestNextStaysInsideProfileAndState(t *testing.T) {
 // The smoke profile leaves out what today's berth does not survive.
 func TestSmokeLeavesOutKnownDefects(t *testing.T) {
 	p := Smoke()
-	for _, k := range []Kind{KillAdoptedContainerd, KillBothDown} {
+	for _, k := range []Kind{KillAdoptedContainerd, KillBothDown, TermBerthStartup} {
 		if p.Weights[k] != 0 {
 			t.Errorf("smoke chooses %s", k)
 		}
@@ -139,6 +139,8 @@ func TestFaultString(t *testing.T) {
 		{Fault{Kind: DamageFile, Target: AppliedPod, Damage: Garbage, Slot: 7}, "damage-file garbage applied-pod (berth down by kill -9) of slot 7"},
 		{Fault{Kind: DamageFile, Target: ProbeState, Damage: Directory, Graceful: true}, "damage-file directory probe-state (berth down by SIGTERM)"},
 		{Fault{Kind: KillContainerd}, "kill-containerd"},
+		{Fault{Kind: KillAdoptedContainerd, Ops: []ChurnOp{{Slot: 2, Delete: true}}, Delay: 3e6}, "kill-adopted-containerd [del:2] after 3ms"},
+		{Fault{Kind: TermBerthStartup, Delay: 2e9}, "term-berth-startup after 2s"},
 	}
 	for _, tt := range tests {
 		if got := tt.f.String(); got != tt.want {

@@ -293,6 +293,18 @@ func booked(obs Observation, uid, container string) []string {
 	return out
 }
 
+// Quarantined reports whether berth shows the pod named name as a manifest
+// it could not read: a damaged applied pod must stay visible until its owner
+// applies or deletes it again.
+func Quarantined(obs Observation, name string) bool {
+	for _, p := range obs.Pods {
+		if p.Name == name && p.Phase == "Failed" && p.Reason == "InvalidManifest" {
+			return true
+		}
+	}
+	return false
+}
+
 // Record makes the baseline of a converged observation.
 func Record(want []WantPod, obs Observation) Baseline {
 	base := Baseline{}

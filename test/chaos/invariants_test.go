@@ -130,3 +130,16 @@ func TestRecord(t *testing.T) {
 		t.Errorf("baseline: %+v", base)
 	}
 }
+
+func TestQuarantined(t *testing.T) {
+	obs := Observation{Pods: []PodView{
+		{Name: "a", Phase: "Failed", Reason: "InvalidManifest"},
+		{Name: "b", Phase: "Failed", Reason: "Evicted"},
+		{Name: "c", Phase: "Running"},
+	}}
+	for name, want := range map[string]bool{"a": true, "b": false, "c": false, "d": false} {
+		if got := Quarantined(obs, name); got != want {
+			t.Errorf("Quarantined(%s) = %v", name, got)
+		}
+	}
+}

@@ -40,8 +40,10 @@ func (l Leftovers) Violations() []Violation {
 	}
 	add("process", l.Processes)
 	add("pod cgroup", l.PodCgroups)
-	for _, it := range l.UnifiedCgroups {
-		out = append(out, Violation{Kind: KindUnifiedLeak, Detail: "pod cgroup " + it})
+	if n := len(l.UnifiedCgroups); n > 0 {
+		// One per deleted pod: one line says it.
+		out = append(out, Violation{Kind: KindUnifiedLeak,
+			Detail: fmt.Sprintf("%d pod cgroups, e.g. %s", n, l.UnifiedCgroups[0])})
 	}
 	add("mount", l.Mounts)
 	add("veth", l.Veths)

@@ -91,6 +91,10 @@ func TestLeftoversViolations(t *testing.T) {
 	if len(vs) != 2 || vs[0].Kind != "leak" || vs[1].Kind != KindNATLeak {
 		t.Errorf("got %v", vs)
 	}
+	l = Leftovers{UnifiedCgroups: []string{"/sys/fs/cgroup/unified/x/pod1", "/sys/fs/cgroup/unified/x/pod2"}}
+	if vs := l.Violations(); len(vs) != 1 || vs[0].Kind != KindUnifiedLeak || !strings.Contains(vs[0].Detail, "2 pod cgroups") {
+		t.Errorf("unified leftovers: %v", vs)
+	}
 	if len((Leftovers{}).Violations()) != 0 {
 		t.Error("violations from nothing left")
 	}

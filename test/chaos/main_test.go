@@ -13,7 +13,7 @@ import (
 
 var (
 	flagSeed    = flag.Uint64("chaos.seed", 0, "seed of the fault sequence (0: $CHAOS_SEED, else random)")
-	flagFaults  = flag.Int("chaos.faults", 0, "faults to inject (0: $CHAOS_FAULTS, else 6)")
+	flagFaults  = flag.Int("chaos.faults", 0, "faults to inject (0: $CHAOS_FAULTS, else 8)")
 	flagPods    = flag.Int("chaos.pods", 0, "pods on the node (0: $CHAOS_PODS, else 4)")
 	flagProfile = flag.String("chaos.profile", "", "which faults: smoke (those berth survives today) or full ($CHAOS_PROFILE, else smoke)")
 )
@@ -66,7 +66,7 @@ func loadSettings() (settings, error) {
 		}
 	}
 	if s.faults == 0 {
-		v, err := envUint("CHAOS_FAULTS", 6)
+		v, err := envUint("CHAOS_FAULTS", 8)
 		if err != nil {
 			return s, err
 		}
