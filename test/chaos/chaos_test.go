@@ -310,7 +310,7 @@ func (h *harness) termDuringStartup(f Fault) {
 }
 
 // killContainerd kills the running berth's containerd and waits for berth
-// to start another; when it does not, that is a violation, and berth is
+// to start another (the README promises it, started or adopted); when it does not, that is a violation, and berth is
 // restarted (the operator's fix) so that the run goes on.
 func (h *harness) killContainerd() bool {
 	n := h.n
@@ -321,7 +321,9 @@ func (h *harness) killContainerd() bool {
 	}
 	_ = syscall.Kill(old, syscall.SIGKILL)
 	waitGone(old)
-	deadline := time.Now().Add(2 * time.Minute)
+	// berth restarts the containerd it started within a second; a minute
+	// is generous on a loaded machine.
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if pid := n.containerdPid(); pid > 1 && pid != old && hostclean.Alive(pid) {
 			return true
@@ -332,7 +334,7 @@ func (h *harness) killContainerd() bool {
 	if h.adopted {
 		how = "adopted"
 	}
-	h.violate(Violation{Kind: "runtime", Detail: fmt.Sprintf("berth %s containerd (pid %d); it was killed and none ran 2m later", how, old)})
+	h.violate(Violation{Kind: "runtime", Detail: fmt.Sprintf("berth %s containerd (pid %d); it was killed and none ran a minute later", how, old)})
 	h.history = append(h.history, fmt.Sprintf("#%s repair: restarted berth", h.stepName()))
 	n.kill9()
 	return h.bringUp()

@@ -6,6 +6,11 @@
 // and shutdown; corrupt and replaced state files; pod churn) with a seeded
 // generator, so that a failing run can be replayed from its seed.
 //
+// A replay chooses the same faults, with the same delays, for as long as
+// the node answers as it did: the choice also depends on what the harness
+// observed (whether berth adopted its containerd, which pods exist), and
+// the moment a kill lands in berth's work is the machine's to decide.
+//
 // What to do next and what counts as a violation are pure functions over
 // plain data (this package's non-test files, unit-tested); the node, its
 // processes and the fault loop are the I/O around them (the _test files).

@@ -380,6 +380,15 @@ func Full() Profile {
 	}
 }
 
+// Files is the full profile's damage to state files alone, with churn
+// between them: for hunting a defect of one reader.
+func Files() Profile {
+	p := Full()
+	p.Name = "files"
+	p.Weights = map[Kind]int{DamageFile: 4, Churn: 1}
+	return p
+}
+
 // ProfileNamed returns the profile of that name.
 func ProfileNamed(name string) (Profile, error) {
 	switch name {
@@ -387,6 +396,8 @@ func ProfileNamed(name string) (Profile, error) {
 		return Smoke(), nil
 	case "full":
 		return Full(), nil
+	case "files":
+		return Files(), nil
 	}
-	return Profile{}, fmt.Errorf("chaos profile %q: want smoke or full", name)
+	return Profile{}, fmt.Errorf("chaos profile %q: want smoke, full or files", name)
 }

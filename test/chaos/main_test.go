@@ -15,7 +15,7 @@ var (
 	flagSeed    = flag.Uint64("chaos.seed", 0, "seed of the fault sequence (0: $CHAOS_SEED, else random)")
 	flagFaults  = flag.Int("chaos.faults", 0, "faults to inject (0: $CHAOS_FAULTS, else 8)")
 	flagPods    = flag.Int("chaos.pods", 0, "pods on the node (0: $CHAOS_PODS, else 4)")
-	flagProfile = flag.String("chaos.profile", "", "which faults: smoke (those berth survives today) or full ($CHAOS_PROFILE, else smoke)")
+	flagProfile = flag.String("chaos.profile", "", "which faults: smoke (those berth survives today), full or files ($CHAOS_PROFILE, else smoke)")
 )
 
 // bins holds berth and berth-pause: $BERTH_BIN, or built once here.
