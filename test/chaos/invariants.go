@@ -197,6 +197,7 @@ func Always(obs Observation) []Violation {
 		}
 	}
 	for _, d := range sortedKeys(holders) {
+		slices.Sort(holders[d]) // one report for one pair, whatever the listing order
 		if len(holders[d]) > 1 {
 			out = append(out, Violation{Kind: "device-twice",
 				Detail: fmt.Sprintf("widget %s is in running containers %s", d, strings.Join(holders[d], ", "))})
@@ -209,6 +210,7 @@ func Always(obs Observation) []Violation {
 		}
 	}
 	for _, d := range sortedKeys(booked) {
+		slices.Sort(booked[d])
 		if len(booked[d]) > 1 {
 			out = append(out, Violation{Kind: "device-twice",
 				Detail: fmt.Sprintf("berth allocates widget %s to %s", d, strings.Join(booked[d], ", "))})

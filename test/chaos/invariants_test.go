@@ -143,3 +143,16 @@ func TestQuarantined(t *testing.T) {
 		}
 	}
 }
+
+// One widget held by two pods reads the same whatever order the runtime
+// lists them in, so that a run reports it once.
+func TestAlwaysIsOrderFree(t *testing.T) {
+	_, obs := node2()
+	obs.Containers[0].Devices = []string{"w0"}
+	a := Always(obs)
+	obs.Containers[0], obs.Containers[2] = obs.Containers[2], obs.Containers[0]
+	b := Always(obs)
+	if len(a) != 1 || len(b) != 1 || a[0] != b[0] {
+		t.Errorf("%v vs %v", a, b)
+	}
+}

@@ -247,8 +247,12 @@ func (n *node) thisRunLog() string {
 func (n *node) lastError() string {
 	log := strings.TrimSpace(n.thisRunLog())
 	lines := strings.Split(log, "\n")
+	// berth's last word on a failed start is a plain line, not JSON.
+	if last := lines[len(lines)-1]; last != "" && !strings.HasPrefix(last, "{") {
+		return last
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(lines[i], `"level":"ERROR"`) || strings.HasPrefix(lines[i], "Error") {
+		if strings.Contains(lines[i], `"level":"ERROR"`) {
 			return lines[i]
 		}
 	}
