@@ -78,14 +78,16 @@ conformance: deps build
 # The long fault-injection run (test/chaos; make test runs a short smoke of
 # it): CHAOS_FAULTS random faults of CHAOS_PROFILE on a node of CHAOS_PODS
 # pods, the invariants checked after each. The seed is printed; CHAOS_SEED
-# replays a run.
+# replays a run. CHAOS_DURATION (e.g. 30m) stops the faults early, still
+# tearing down and checking for leaks.
 CHAOS_FAULTS  ?= 200
 CHAOS_PODS    ?= 40
 CHAOS_PROFILE ?= full
 CHAOS_SEED    ?=
+CHAOS_DURATION ?=
 CHAOS_TIMEOUT ?= 8h
 chaos: deps build
-	BERTH_BIN=$(abspath $(BIN)) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_PODS=$(CHAOS_PODS) CHAOS_PROFILE=$(CHAOS_PROFILE) CHAOS_SEED=$(CHAOS_SEED) \
+	BERTH_BIN=$(abspath $(BIN)) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_PODS=$(CHAOS_PODS) CHAOS_PROFILE=$(CHAOS_PROFILE) CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -v -run TestChaos ./test/chaos/
 
 clean:

@@ -32,7 +32,7 @@ func TestChaos(t *testing.T) {
 	h := newHarness(t, s)
 	began := time.Now()
 	h.run()
-	t.Logf("chaos: seed %d: %d faults on %d pods in %s, %d violations", s.seed, s.faults, s.pods,
+	t.Logf("chaos: seed %d: %d faults on %d pods in %s, %d violations", s.seed, h.done, s.pods,
 		time.Since(began).Round(time.Second), len(h.violations))
 	if len(h.violations) > 0 {
 		t.Errorf("chaos seed %d (profile %s, %d pods): %d invariant violations\n\nfault history:\n  %s\n\nviolations:\n  %s",
@@ -60,6 +60,7 @@ type harness struct {
 	adopted        bool
 
 	step       int
+	done       int // faults injected
 	history    []string
 	violations []string
 	seen       map[string]bool
@@ -91,20 +92,28 @@ func (h *harness) run() {
 		h.present[i] = true
 	}
 	h.converge()
+	began := time.Now()
 	for h.step = 1; h.step <= h.s.faults; h.step++ {
+		if h.s.budget > 0 && time.Since(began) > h.s.budget {
+			h.t.Logf("chaos: the %s budget is spent after %d faults; tearing down", h.s.budget, h.step-1)
+			h.done = h.step - 1
+			h.step = h.s.faults + 1
+			break
+		}
 		f, err := Next(h.rng, h.s.profile, h.state())
 		if err != nil {
 			h.t.Fatal(err)
 		}
 		h.history = append(h.history, fmt.Sprintf("#%d %s", h.step, f))
-		began := time.Now()
+		start := time.Now()
+		h.done = h.step
 		if !h.inject(f) {
 			h.t.Logf("fault %d: %s: the node could not be brought back; stopping the run", h.step, f)
 			return
 		}
 		took := h.converge()
 		h.t.Logf("fault %d/%d: %s: converged in %s (%s in all)", h.step, h.s.faults, f,
-			took.Round(100*time.Millisecond), time.Since(began).Round(100*time.Millisecond))
+			took.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 	}
 	h.history = append(h.history, "#end delete every pod, stop berth, look for leaks")
 	h.teardown()

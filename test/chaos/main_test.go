@@ -15,6 +15,7 @@ var (
 	flagSeed    = flag.Uint64("chaos.seed", 0, "seed of the fault sequence (0: $CHAOS_SEED, else random)")
 	flagFaults  = flag.Int("chaos.faults", 0, "faults to inject (0: $CHAOS_FAULTS, else 8)")
 	flagPods    = flag.Int("chaos.pods", 0, "pods on the node (0: $CHAOS_PODS, else 4)")
+	flagBudget  = flag.Duration("chaos.duration", 0, "stop injecting faults after this long, then tear down and check for leaks (0: $CHAOS_DURATION, else no limit)")
 	flagProfile = flag.String("chaos.profile", "", "which faults: smoke (those berth survives today), full or files ($CHAOS_PROFILE, else smoke)")
 )
 
@@ -55,11 +56,18 @@ type settings struct {
 	faults  int
 	pods    int
 	profile Profile
+	// budget bounds the fault phase; 0 is no bound.
+	budget time.Duration
 }
 
 func loadSettings() (settings, error) {
-	s := settings{seed: *flagSeed, faults: *flagFaults, pods: *flagPods}
+	s := settings{seed: *flagSeed, faults: *flagFaults, pods: *flagPods, budget: *flagBudget}
 	var err error
+	if v := os.Getenv("CHAOS_DURATION"); s.budget == 0 && v != "" {
+		if s.budget, err = time.ParseDuration(v); err != nil {
+			return s, fmt.Errorf("$CHAOS_DURATION: %w", err)
+		}
+	}
 	if s.seed == 0 {
 		if s.seed, err = envUint("CHAOS_SEED", uint64(time.Now().UnixNano())); err != nil {
 			return s, err
