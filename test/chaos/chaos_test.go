@@ -302,6 +302,8 @@ func (h *harness) inject(f Fault) bool {
 func (h *harness) termDuringStartup(f Fault) {
 	n := h.n
 	n.kill9()
+	// Only a containerd this berth launched is its to stop.
+	adoptable := len(containerdsUnder(n.root)) > 0
 	if err := n.launch(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -311,11 +313,21 @@ func (h *harness) termDuringStartup(f Fault) {
 		return
 	}
 	n.signal(syscall.SIGTERM, time.Minute)
-	started := strings.Contains(n.thisRunLog(), `"msg":"containerd started"`)
-	if pid := n.containerdPid(); started && pid > 1 && hostclean.Alive(pid) {
+	if left := containerdsUnder(n.root); !adoptable && len(left) > 0 {
 		h.violate(Violation{Kind: "runtime-left", Detail: fmt.Sprintf(
-			"berth started containerd (pid %d), stopped on SIGTERM %s into its start, and left it running", pid, f.Delay)})
+			"berth launched containerd, was stopped by SIGTERM %s into its start, and left it running: %s", f.Delay, left[0])})
 	}
+}
+
+// containerdsUnder lists the containerd daemons (not shims) of root.
+func containerdsUnder(root string) []string {
+	var out []string
+	for _, p := range processesUnder(root) {
+		if _, cmdline, _ := strings.Cut(p, ": "); strings.Contains(cmdline, "containerd --config") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // killContainerd kills the running berth's containerd and waits for berth
