@@ -170,9 +170,17 @@ func (h *harness) state() State {
 
 // bringUp starts berth and waits for its API. A start that fails is a
 // violation; the operator's fix (the directories a fault planted removed)
-// is applied and the start tried again, three times in all.
+// is applied and the start tried again, up to ten times: a start can fail
+// several times in a row and then succeed (issue #19, item 2).
 func (h *harness) bringUp() bool {
-	for attempt := 1; attempt <= 3; attempt++ {
+	var failures []string
+	defer func() {
+		if len(failures) > 0 {
+			h.violate(Violation{Kind: "start-up", Detail: fmt.Sprintf("%d failed starts in a row, the last: %s",
+				len(failures), failures[len(failures)-1])})
+		}
+	}()
+	for attempt := 1; attempt <= 10; attempt++ {
 		err := h.n.launch()
 		if err == nil {
 			err = h.n.waitUp(3 * time.Minute)
@@ -181,7 +189,8 @@ func (h *harness) bringUp() bool {
 			h.adopted = h.n.adopted()
 			return true
 		}
-		h.violate(Violation{Kind: "start-up", Detail: fmt.Sprintf("attempt %d: %v", attempt, err)})
+		failures = append(failures, err.Error())
+		h.t.Logf("start %d failed: %v", attempt, err)
 		h.n.kill9()
 		h.repair()
 		time.Sleep(2 * time.Second)
