@@ -31,8 +31,11 @@ type PodView struct {
 
 // ContainerView is one container as the runtime lists it.
 type ContainerView struct {
-	ID      string
-	PodUID  string
+	ID     string
+	PodUID string
+	// PodName is the runtime's label: it names the pod even when berth,
+	// just restarted, does not list it yet.
+	PodName string
 	Name    string
 	Running bool
 	// Devices are the widget IDs the runtime gave the container (the
@@ -332,6 +335,11 @@ func podName(obs Observation, uid string) string {
 	for _, p := range obs.Pods {
 		if p.UID == uid {
 			return p.Name
+		}
+	}
+	for _, c := range obs.Containers {
+		if c.PodUID == uid && c.PodName != "" {
+			return c.PodName
 		}
 	}
 	return "pod " + uid

@@ -156,3 +156,15 @@ func TestAlwaysIsOrderFree(t *testing.T) {
 		t.Errorf("%v vs %v", a, b)
 	}
 }
+
+// A pod berth does not list (just restarted) is named from the runtime.
+func TestAlwaysNamesUnlistedPods(t *testing.T) {
+	_, obs := node2()
+	obs.Containers[0].Devices = []string{"w0"}
+	obs.Containers[2].PodName = "b-from-runtime"
+	obs.Pods = obs.Pods[:1]
+	vs := Always(obs)
+	if len(vs) != 1 || !strings.Contains(vs[0].Detail, "b-from-runtime/main") {
+		t.Errorf("%v", vs)
+	}
+}

@@ -423,8 +423,8 @@ func (n *node) observeRuntime(obs *Observation) error {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	for _, c := range cs {
-		v := ContainerView{ID: c.Id, PodUID: c.Labels[container.LabelPodUID], Name: c.Metadata.GetName(),
-			Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING}
+		v := ContainerView{ID: c.Id, PodUID: c.Labels[container.LabelPodUID], PodName: c.Labels[container.LabelPodName],
+			Name: c.Metadata.GetName(), Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING}
 		if v.Running {
 			if v.Devices, err = n.containerDevices(ctx, c.Id); err != nil {
 				return err
