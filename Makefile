@@ -8,7 +8,7 @@ BUSYBOX   ?= /bin/busybox
 # time (about 20 minutes on 2 cores); everything together stays well inside 90 min.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build images deps run test unit e2e vet bench conformance clean
+.PHONY: all build images deps run test unit e2e vet bench conformance chaos clean
 
 all: build images
 
@@ -74,6 +74,21 @@ conformance: deps build
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-conformance ./test/conformance/cmd/conformance
 	$(BIN)/berth-conformance -berth-bin $(abspath $(BIN)) -busybox $(BUSYBOX) -timeout $(CONFORMANCE_TIMEOUT) -procs $(CONFORMANCE_PROCS) \
 		-focus '$(FOCUS)' -skip '$(SKIP)' -label-filter '$(LABEL_FILTER)'
+
+# The long fault-injection run (test/chaos; make test runs a short smoke of
+# it): CHAOS_FAULTS random faults of CHAOS_PROFILE on a node of CHAOS_PODS
+# pods, the invariants checked after each. The seed is printed; CHAOS_SEED
+# replays a run. CHAOS_DURATION (e.g. 30m) stops the faults early, still
+# tearing down and checking for leaks.
+CHAOS_FAULTS  ?= 200
+CHAOS_PODS    ?= 40
+CHAOS_PROFILE ?= full
+CHAOS_SEED    ?=
+CHAOS_DURATION ?=
+CHAOS_TIMEOUT ?= 8h
+chaos: deps build
+	BERTH_BIN=$(abspath $(BIN)) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_PODS=$(CHAOS_PODS) CHAOS_PROFILE=$(CHAOS_PROFILE) CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) \
+		$(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -v -run TestChaos ./test/chaos/
 
 clean:
 	rm -rf $(BIN)
