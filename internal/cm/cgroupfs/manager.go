@@ -30,6 +30,12 @@ type Manager struct {
 	// on v1 every mounted hierarchy (runc joins them all, so Destroy must
 	// remove them all), on v2 the root alone.
 	hierarchies []string
+	// unified is, on a hybrid host, the cgroup2 mount beside the v1
+	// hierarchies (mountRoot/unified). berth creates nothing there, but
+	// runc puts each container's cgroup there too, under the pod's path,
+	// so a pod's cgroup is removed from it as well (libcontainer's fs
+	// manager, which the kubelet uses, removes that path with the others).
+	unified string
 	// controllers maps a controller (cpu, cpuset, memory, pids, ...) to the
 	// hierarchy that holds its files. A controller the host lacks is absent.
 	controllers map[string]string
@@ -150,7 +156,7 @@ func (m *Manager) Destroy(p string) error {
 		return fmt.Errorf("destroy cgroup %s: it still has processes %v: %w", p, pids, unix.EBUSY)
 	}
 	var errs []error
-	for _, h := range m.hierarchies {
+	for _, h := range m.withUnified() {
 		if err := removeTree(filepath.Join(h, p)); err != nil {
 			errs = append(errs, err)
 		}
@@ -159,6 +165,15 @@ func (m *Manager) Destroy(p string) error {
 		return fmt.Errorf("destroy cgroup %s: %w", p, err)
 	}
 	return nil
+}
+
+// withUnified is the hierarchies and, on a hybrid host, the cgroup2 mount:
+// everywhere a cgroup may have a copy that holds processes.
+func (m *Manager) withUnified() []string {
+	if m.unified == "" {
+		return m.hierarchies
+	}
+	return append(slices.Clip(m.hierarchies), m.unified)
 }
 
 // Children lists the names of the cgroup's direct children, sorted: from the
@@ -182,7 +197,7 @@ func (m *Manager) Pids(p string) ([]int, error) {
 		return nil, err
 	}
 	set := map[int]struct{}{}
-	for _, h := range m.hierarchies {
+	for _, h := range m.withUnified() {
 		if err := collectProcs(filepath.Join(h, p), set); err != nil {
 			return nil, err
 		}

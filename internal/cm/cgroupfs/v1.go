@@ -42,6 +42,7 @@ func newV1(mountRoot string, mountsOnly bool) (*Manager, error) {
 		switch {
 		case st.Type == unix.CGROUP2_SUPER_MAGIC:
 			found = append(found, e.Name()+" (cgroup2)")
+			m.unified = dir
 			continue
 		case mountsOnly && st.Type != unix.CGROUP_SUPER_MAGIC:
 			found = append(found, fmt.Sprintf("%s (filesystem magic %#x)", e.Name(), st.Type))

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -244,5 +245,50 @@ func TestV1UpdateMissingCgroup(t *testing.T) {
 	}
 	if m.Exists(base) {
 		t.Errorf("Update created %s", base)
+	}
+}
+
+// On a hybrid host runc also puts a container's cgroup in the cgroup2 mount
+// (unified), under the pod's path, where berth creates nothing: a process
+// there still holds the pod's cgroup, and Destroy removes that copy too,
+// or every pod would leave a directory there.
+func TestV1DestroyRemovesTheUnifiedCopy(t *testing.T) {
+	m, base := realV1(t)
+	if m.unified != "/sys/fs/cgroup/unified" {
+		t.Fatalf("unified = %q: this host mounts cgroup2 at /sys/fs/cgroup/unified beside its v1 hierarchies", m.unified)
+	}
+	t.Cleanup(func() { removeUnder(t, []string{m.unified}, base) })
+	pod := base + "/kubepods/podx"
+	if err := m.Create(pod, cm.ResourceConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	ctr := filepath.Join(m.unified, pod, "ctr") // what runc makes
+	if err := os.MkdirAll(ctr, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleep := startSleep(t)
+	join(t, ctr, sleep.Process.Pid)
+	pids, err := m.Pids(pod)
+	if err != nil || !slices.Contains(pids, sleep.Process.Pid) {
+		t.Errorf("Pids(%s) = %v, %v; want the process in the unified copy", pod, pids, err)
+	}
+	if err := m.Destroy(pod); !errors.Is(err, unix.EBUSY) {
+		t.Errorf("Destroy with a process in the unified copy = %v, want EBUSY", err)
+	}
+	stop(sleep)
+	// The kernel lets go of an emptied cgroup a moment after the reap.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err = m.Destroy(base)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(m.unified, base)); !os.IsNotExist(err) {
+		t.Errorf("%s left after Destroy: %v", filepath.Join(m.unified, base), err)
 	}
 }
