@@ -330,33 +330,21 @@ func randDuration(r *rand.Rand, max time.Duration) time.Duration {
 	return time.Duration(r.Int64N(int64(max/time.Millisecond))) * time.Millisecond
 }
 
-// Smoke is the profile of make test: the faults today's berth survives.
-// Left out, for the defects of issue #19 that they hit: killing an adopted
-// containerd (item 1: never restarted), killing containerd while berth is
-// down (item 2: the next start races containerd's CRI), any damage to the
-// device checkpoint (item 3: a device handed out twice), a directory in
-// place of the probe state (item 4: berth never starts) and SIGTERM during
-// start-up (item 9: the containerd berth launched is left running), and
-// killing the start that quarantines a damaged file (item 5: a quarantined
-// applied pod can vanish).
+// Smoke is the profile of make test: every attack of the full profile, on
+// a small node for a few faults. Left out of the smoke when the harness was
+// written, for the defects of issue #19 they hit, and put back once fixed:
+// killing an adopted containerd (item 1), killing containerd while berth is
+// down (item 2), damage to the device checkpoint (item 3), a directory in
+// place of a state file (item 4), killing the start that quarantines a
+// damaged file (item 5) and SIGTERM during start-up (item 9).
 func Smoke() Profile {
-	return Profile{
-		Name: "smoke",
-		Weights: map[Kind]int{
-			KillBerthStartup: 3, KillBerthSync: 3, KillBerthShutdown: 2,
-			KillContainerd: 2, DamageFile: 2, Churn: 2,
-		},
-		Damages: map[Target][]Damage{
-			ProbeState:     {Truncate, Garbage, Stale},
-			TerminalRecord: {Truncate, Garbage},
-			AppliedPod:     {Truncate, Garbage},
-		},
-		MaxChurn: 2,
-		// Not a fault's doing: every deleted pod leaves its cgroup in the
-		// unified hierarchy of a hybrid host. And a CNI nat chain of a
-		// pod is sometimes left after kill -9 rounds (issue #19, item 9).
-		Tolerated: []string{KindUnifiedLeak, KindNATLeak},
-	}
+	p := Full()
+	p.Name = "smoke"
+	p.MaxChurn = 2
+	// A CNI nat chain of a pod is sometimes left after kill -9 rounds
+	// (issue #19, item 9, not fixed yet): logged, not failed on.
+	p.Tolerated = []string{KindNATLeak}
+	return p
 }
 
 // Full is the profile of make chaos: every attack of issue #19.

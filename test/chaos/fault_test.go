@@ -47,8 +47,8 @@ func TestNextStaysInsideProfileAndState(t *testing.T) {
 		state   State
 		never   []Kind
 	}{
-		{"smoke never kills an adopted containerd", Smoke(), func() State { s := fullState(6); s.Adopted = true; return s }(),
-			[]Kind{KillAdoptedContainerd, KillContainerd, KillBothDown}},
+		{"smoke kills the adopted containerd, not the started one, when adopted", Smoke(), func() State { s := fullState(6); s.Adopted = true; return s }(),
+			[]Kind{KillContainerd}},
 		{"full kills the adopted containerd, not the started one, when adopted", Full(), func() State { s := fullState(6); s.Adopted = true; return s }(),
 			[]Kind{KillContainerd}},
 		{"full kills the started containerd when not adopted", Full(), fullState(6), []Kind{KillAdoptedContainerd}},
@@ -78,19 +78,27 @@ func TestNextStaysInsideProfileAndState(t *testing.T) {
 	}
 }
 
-// The smoke profile leaves out what today's berth does not survive.
-func TestSmokeLeavesOutKnownDefects(t *testing.T) {
-	p := Smoke()
-	for _, k := range []Kind{KillAdoptedContainerd, KillBothDown, TermBerthStartup} {
-		if p.Weights[k] != 0 {
-			t.Errorf("smoke chooses %s", k)
+// The smoke profile makes every attack the full one makes, and tolerates
+// no defect but the one left open.
+func TestSmokeMakesEveryAttack(t *testing.T) {
+	smoke, full := Smoke(), Full()
+	for k, w := range full.Weights {
+		if w > 0 && smoke.Weights[k] == 0 {
+			t.Errorf("smoke never chooses %s", k)
 		}
 	}
-	if len(p.Damages[DeviceCheckpoint]) != 0 {
-		t.Errorf("smoke damages the device checkpoint: %v", p.Damages[DeviceCheckpoint])
+	for target, damages := range full.Damages {
+		for _, d := range damages {
+			if !slices.Contains(smoke.Damages[target], d) {
+				t.Errorf("smoke never makes %s damage to %s", d, target)
+			}
+		}
 	}
-	if slices.Contains(p.Damages[ProbeState], Directory) {
-		t.Error("smoke puts a directory in place of the probe state")
+	if !smoke.KillRecovery {
+		t.Error("smoke never kills the start that meets a damaged file")
+	}
+	if !slices.Equal(smoke.Tolerated, []string{KindNATLeak}) {
+		t.Errorf("smoke tolerates %v", smoke.Tolerated)
 	}
 }
 
