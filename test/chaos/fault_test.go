@@ -78,8 +78,8 @@ func TestNextStaysInsideProfileAndState(t *testing.T) {
 	}
 }
 
-// The smoke profile makes every attack the full one makes, and tolerates
-// no defect but the one left open.
+// The smoke profile makes every attack the full one makes but the stale
+// device checkpoint, and tolerates no defect but the one left open.
 func TestSmokeMakesEveryAttack(t *testing.T) {
 	smoke, full := Smoke(), Full()
 	for k, w := range full.Weights {
@@ -89,10 +89,16 @@ func TestSmokeMakesEveryAttack(t *testing.T) {
 	}
 	for target, damages := range full.Damages {
 		for _, d := range damages {
+			if target == DeviceCheckpoint && d == Stale {
+				continue // a known defect, left out on purpose
+			}
 			if !slices.Contains(smoke.Damages[target], d) {
 				t.Errorf("smoke never makes %s damage to %s", d, target)
 			}
 		}
+	}
+	if slices.Contains(smoke.Damages[DeviceCheckpoint], Stale) {
+		t.Error("smoke puts back a stale device checkpoint, a known defect")
 	}
 	if !smoke.KillRecovery {
 		t.Error("smoke never kills the start that meets a damaged file")
