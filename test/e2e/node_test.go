@@ -119,37 +119,7 @@ func startNodeIn(t testing.TB, tmpfsSize string, extraArgs ...string) *node {
 func (n *node) start() {
 	t := n.t
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(n.root, "berth.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.logFile = f
-	cmd := exec.Command(filepath.Join(bins, "berth"), "run",
-		"--root-dir", n.root,
-		"--pod-manifest-path", n.manifests,
-		"--pod-logs-dir", n.podLogs,
-		"--node-name", nodeName,
-		"--read-only-port", strconv.Itoa(n.port),
-		"--pod-cidr", n.cidr,
-		"--cni-bridge", n.bridge,
-		"--pause-binary", filepath.Join(bins, "berth-pause"),
-		"--file-check-frequency", "5s",
-		"--log-level", "debug",
-		"--cgroup-root", n.cgroupRoot,
-		"--device-plugin-dir", n.devicePlugins,
-		"--pod-resources-dir", n.podResources,
-	)
-	cmd.Args = append(cmd.Args, n.extraArgs...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start berth: %v", err)
-	}
-	n.pid = cmd.Process.Pid
-	n.exited = make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // reaps berth whoever stops it
-		close(n.exited)
-	}()
+	n.startQuiet()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
@@ -175,6 +145,49 @@ func (n *node) start() {
 		}
 		n.cri = cri
 	}
+}
+
+// startQuiet launches berth with the node's flags and returns at once:
+// start waits for its API, a test of start-up watches it itself. env is
+// added to berth's environment. The command's ProcessState is set once
+// n.exited is closed.
+func (n *node) startQuiet(env ...string) *exec.Cmd {
+	t := n.t
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(n.root, "berth.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.logFile = f
+	cmd := exec.Command(filepath.Join(bins, "berth"), "run",
+		"--root-dir", n.root,
+		"--pod-manifest-path", n.manifests,
+		"--pod-logs-dir", n.podLogs,
+		"--node-name", nodeName,
+		"--read-only-port", strconv.Itoa(n.port),
+		"--pod-cidr", n.cidr,
+		"--cni-bridge", n.bridge,
+		"--pause-binary", filepath.Join(bins, "berth-pause"),
+		"--file-check-frequency", "5s",
+		"--log-level", "debug",
+		"--cgroup-root", n.cgroupRoot,
+		"--device-plugin-dir", n.devicePlugins,
+		"--pod-resources-dir", n.podResources,
+	)
+	cmd.Args = append(cmd.Args, n.extraArgs...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start berth: %v", err)
+	}
+	n.pid = cmd.Process.Pid
+	exited := make(chan struct{})
+	n.exited = exited
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return cmd
 }
 
 // stop stops berth gracefully; pods keep running.

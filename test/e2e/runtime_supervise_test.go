@@ -258,48 +258,6 @@ func TestSignalDuringStartupStopsLaunchedContainerd(t *testing.T) {
 	}
 }
 
-// startQuiet starts berth as start does, but returns at once: the test
-// watches start-up itself. env is added to berth's environment. The
-// command's ProcessState is set once n.exited is closed.
-func (n *node) startQuiet(env ...string) *exec.Cmd {
-	t := n.t
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(n.root, "berth.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.logFile = f
-	cmd := exec.Command(filepath.Join(bins, "berth"), "run",
-		"--root-dir", n.root,
-		"--pod-manifest-path", n.manifests,
-		"--pod-logs-dir", n.podLogs,
-		"--node-name", nodeName,
-		"--read-only-port", strconv.Itoa(n.port),
-		"--pod-cidr", n.cidr,
-		"--cni-bridge", n.bridge,
-		"--pause-binary", filepath.Join(bins, "berth-pause"),
-		"--file-check-frequency", "5s",
-		"--log-level", "debug",
-		"--cgroup-root", n.cgroupRoot,
-		"--device-plugin-dir", n.devicePlugins,
-		"--pod-resources-dir", n.podResources,
-	)
-	cmd.Args = append(cmd.Args, n.extraArgs...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start berth: %v", err)
-	}
-	n.pid = cmd.Process.Pid
-	exited := make(chan struct{})
-	n.exited = exited
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	return cmd
-}
-
 // waitHealthy waits until berth's API answers; false if berth exits first
 // or timeout passes.
 func waitHealthy(n *node, timeout time.Duration) bool {
