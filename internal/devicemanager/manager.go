@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,39 +221,29 @@ func (m *Manager) removeStaleSockets() error {
 	return nil
 }
 
-// restore loads the checkpoint. One that is missing, corrupt or not a
-// regular file is not trusted: a bad one is moved aside and reported, and
-// the allocations are recovered from what the runtime's containers record.
-// The kubelet starts afresh instead, and may then give a device that a
-// running container holds to a new pod.
+// restore loads the checkpoint and checks it against what the runtime's
+// containers record, before any pod is admitted. One that is missing,
+// corrupt or not a regular file is not trusted: a bad one is moved aside
+// and reported, and the allocations are recovered from the containers. A
+// valid one may still be out of date (an older copy put back, a write lost
+// in a crash): where a container records other devices, the container's
+// record wins, so no device a running container holds is handed out again.
+// The kubelet trusts its checkpoint, and starts afresh without one.
 func (m *Manager) restore(ctx context.Context) error {
 	path := filepath.Join(m.dir, checkpoint.FileName)
-	data, err := readCheckpoint(m.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return m.rebuild(ctx)
-	}
-	var wrongType *wrongTypeError
-	if err != nil && !errors.As(err, &wrongType) {
-		return fmt.Errorf("reading the device checkpoint: %w", err)
-	}
-	var (
-		entries    []checkpoint.PodDevicesEntry
-		registered map[string][]string
-		format     checkpoint.Format
-	)
-	if err == nil {
-		entries, registered, format, err = checkpoint.Decode(data)
-	}
+	saved, registered, data, err := m.load(path)
 	if err != nil {
-		if err := m.quarantine(path, err); err != nil {
-			return err
-		}
-		return m.rebuild(ctx)
+		return err
 	}
+	running, err := m.runningAllocations(ctx)
+	if err != nil {
+		return err
+	}
+	merged, corrected := reconcile(saved, running)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, err := range m.pods.fromCheckpointData(entries) {
-		m.log.Warn("skipping a device checkpoint entry", "file", path, "err", err)
+	for _, err := range m.pods.fromCheckpointData(merged) {
+		m.log.Warn("skipping a device allocation", "file", path, "err", err)
 	}
 	now := m.clk.Now()
 	for name := range registered {
@@ -260,14 +251,49 @@ func (m *Manager) restore(ctx context.Context) error {
 		m.resources[name] = &pluginResource{devices: map[string]*pluginapi.Device{}, disconnectedAt: now}
 	}
 	m.written = data
-	m.log.Info("restored device allocations", "file", path, "format", format, "pods", m.pods.pods().Len())
-	if format != checkpoint.FormatV2 {
-		// Rewrite it at once in today's format.
-		if err := m.writeCheckpointLocked(); err != nil {
-			return err
-		}
+	pods := m.pods.pods().Len()
+	switch {
+	case data == nil && len(running) > 0:
+		m.log.Info("recovered device allocations from the runtime's containers", "allocations", len(running), "pods", pods)
+		m.nodeEvent(v1.EventTypeNormal, ReasonAllocationsRecovered,
+			fmt.Sprintf("Recovered %d device allocations of %d pods from the runtime's containers", len(running), pods))
+	case data != nil && len(corrected) > 0:
+		m.log.Warn("the device checkpoint disagrees with the runtime's containers; theirs is kept",
+			"file", path, "corrections", corrected)
+		m.nodeEvent(v1.EventTypeWarning, ReasonCheckpointStale,
+			fmt.Sprintf("Device checkpoint %s is out of date; %d allocations taken from the runtime's containers: %s",
+				path, len(corrected), strings.Join(corrected, "; ")))
 	}
-	return nil
+	m.log.Info("restored device allocations", "file", path, "pods", pods)
+	if data == nil && len(merged) == 0 {
+		return nil // nothing to record yet
+	}
+	// Written at once when it changed, and in today's format.
+	return m.writeCheckpointLocked()
+}
+
+// load reads the checkpoint's allocations and registered resources, and
+// its bytes (nil when there was none to trust). A missing one loads
+// nothing; a damaged one, or a path that is not a regular file, is moved
+// aside and loads nothing.
+func (m *Manager) load(path string) (entries []checkpoint.PodDevicesEntry, registered map[string][]string, data []byte, err error) {
+	data, err = readCheckpoint(m.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil, nil
+	}
+	var wrongType *wrongTypeError
+	if err != nil && !errors.As(err, &wrongType) {
+		return nil, nil, nil, fmt.Errorf("reading the device checkpoint: %w", err)
+	}
+	var format checkpoint.Format
+	if err == nil {
+		entries, registered, format, err = checkpoint.Decode(data)
+	}
+	if err != nil {
+		return nil, nil, nil, m.quarantine(path, err)
+	}
+	m.log.Info("read the device checkpoint", "file", path, "format", format, "allocations", len(entries))
+	return entries, registered, data, nil
 }
 
 // wrongTypeError is a checkpoint path that holds no regular file.

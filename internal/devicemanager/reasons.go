@@ -15,9 +15,12 @@ const (
 	// ReasonAllocationsRecovered: the checkpoint was lost and the
 	// allocations were read back from the runtime's containers.
 	ReasonAllocationsRecovered = "DeviceAllocationsRecovered"
-	ReasonPluginRegistered     = "DevicePluginRegistered"
-	ReasonPluginRefused        = "DevicePluginRefused"
-	ReasonPluginDisconnected   = "DevicePluginDisconnected"
-	ReasonInvalidDeviceList    = "DevicePluginInvalidDevices"
-	ReasonConflictingOptions   = "DeviceOptionsConflict"
+	// ReasonCheckpointStale: a valid checkpoint disagreed with the
+	// runtime's containers, whose record was kept.
+	ReasonCheckpointStale    = "DeviceCheckpointStale"
+	ReasonPluginRegistered   = "DevicePluginRegistered"
+	ReasonPluginRefused      = "DevicePluginRefused"
+	ReasonPluginDisconnected = "DevicePluginDisconnected"
+	ReasonInvalidDeviceList  = "DevicePluginInvalidDevices"
+	ReasonConflictingOptions = "DeviceOptionsConflict"
 )

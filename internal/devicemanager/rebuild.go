@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
@@ -106,36 +106,62 @@ func sharedDevices(entries []checkpoint.PodDevicesEntry) []string {
 	return out
 }
 
-// rebuild recovers the allocations from the runtime when the checkpoint is
-// lost, records them and writes a new checkpoint, before any pod is
-// admitted. Without a runtime (a test) there is nothing to recover.
-func (m *Manager) rebuild(ctx context.Context) error {
+// reconcile merges the allocations the checkpoint records (saved) with
+// those the runtime's containers record (running), and says what it
+// corrected. A container's record wins: it holds the devices it was created
+// with, whatever an older or damaged checkpoint says. The checkpoint's entry
+// is kept where they agree, for the plugin's response the container record
+// lacks, and where the runtime has no record (a pod admitted whose container
+// is not created yet, or one that is gone, which the next admission frees).
+// Entries come sorted by pod, container and resource.
+func reconcile(saved, running []checkpoint.PodDevicesEntry) (merged []checkpoint.PodDevicesEntry, corrected []string) {
+	type key struct{ pod, container, resource string }
+	keyOf := func(e checkpoint.PodDevicesEntry) key { return key{e.PodUID, e.ContainerName, e.ResourceName} }
+	byKey := map[key]checkpoint.PodDevicesEntry{}
+	for _, e := range saved {
+		byKey[keyOf(e)] = e
+	}
+	for _, r := range running {
+		k := keyOf(r)
+		s, ok := byKey[k]
+		switch {
+		case !ok:
+			corrected = append(corrected, fmt.Sprintf("pod %s container %s: %s %v is not in the checkpoint; taken from its container (freed again if its pod is gone)",
+				k.pod, k.container, k.resource, sets.List(flatten(r.DeviceIDs))))
+		case !flatten(s.DeviceIDs).Equal(flatten(r.DeviceIDs)):
+			corrected = append(corrected, fmt.Sprintf("pod %s container %s: %s is %v in the checkpoint but %v in its container; the container's kept",
+				k.pod, k.container, k.resource, sets.List(flatten(s.DeviceIDs)), sets.List(flatten(r.DeviceIDs))))
+		default:
+			continue
+		}
+		byKey[k] = r
+	}
+	for _, e := range byKey {
+		merged = append(merged, e)
+	}
+	slices.SortFunc(merged, func(a, b checkpoint.PodDevicesEntry) int {
+		return cmp.Or(strings.Compare(a.PodUID, b.PodUID), strings.Compare(a.ContainerName, b.ContainerName),
+			strings.Compare(a.ResourceName, b.ResourceName))
+	})
+	return merged, corrected
+}
+
+// runningAllocations lists the allocations the runtime's containers record,
+// logging what it could not read. Without a runtime (a test) there are none.
+func (m *Manager) runningAllocations(ctx context.Context) ([]checkpoint.PodDevicesEntry, error) {
 	if m.runtime == nil {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, rebuildTimeout)
 	defer cancel()
 	cs, err := m.runtime.ListContainers(ctx, nil)
 	if err != nil {
 		// Going on would hand out devices that running containers hold.
-		return fmt.Errorf("listing the runtime's containers to recover the device allocations: %w", err)
+		return nil, fmt.Errorf("listing the runtime's containers to check the device allocations: %w", err)
 	}
 	entries, problems := rebuildFromContainers(cs)
 	for _, p := range problems {
-		m.log.Warn("recovering device allocations from the runtime", "problem", p)
+		m.log.Warn("reading device allocations from the runtime", "problem", p)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, err := range m.pods.fromCheckpointData(entries) {
-		// An empty response always decodes.
-		m.log.Warn("skipping a recovered device allocation", "err", err)
-	}
-	m.log.Info("recovered device allocations from the runtime's containers",
-		"containers", len(cs), "allocations", len(entries), "pods", m.pods.pods().Len())
-	if len(entries) == 0 {
-		return nil
-	}
-	msg := fmt.Sprintf("Recovered %d device allocations of %d pods from the runtime's containers", len(entries), m.pods.pods().Len())
-	m.nodeEvent(v1.EventTypeNormal, ReasonAllocationsRecovered, msg)
-	return m.writeCheckpointLocked()
+	return entries, nil
 }

@@ -230,13 +230,15 @@ func TestLostCheckpointIsRecoveredFromTheRuntime(t *testing.T) {
 				t.Errorf("last Allocate = %v, want w0 again", last)
 			}
 
-			// What was written reads back: a restart trusts it and asks no more.
+			// What was written reads back, and agrees with the runtime once
+			// the container of the pod that is gone is removed.
 			m.stop()
-			m2, err := startManagerWith(t, dir, &fakeRuntime{err: errors.New("not asked")})
+			m2, err := startManagerWith(t, dir, &fakeRuntime{containers: rt.containers[:1]})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := held(m2.Manager, "a"); !slices.Equal(got, []string{"w0"}) || m2.events.has(ReasonCheckpointCorrupt) {
+			if got := held(m2.Manager, "a"); !slices.Equal(got, []string{"w0"}) ||
+				m2.events.has(ReasonCheckpointCorrupt) || m2.events.has(ReasonCheckpointStale) || m2.events.has(ReasonAllocationsRecovered) {
 				t.Errorf("after a restart pod a holds %v; events %q", got, m2.events.events)
 			}
 		})
@@ -250,5 +252,111 @@ func TestRecoveryNeedsTheRuntime(t *testing.T) {
 	_, err := startManagerWith(t, dir, &fakeRuntime{err: errors.New("connection refused")})
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("Start = %v, want the runtime's error", err)
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	entry := func(pod, ctr string, ids ...string) checkpoint.PodDevicesEntry {
+		return checkpoint.PodDevicesEntry{PodUID: pod, ContainerName: ctr, ResourceName: widget,
+			DeviceIDs: checkpoint.DevicesPerNUMA{nodeWithoutTopology: ids}}
+	}
+	withResp := func(e checkpoint.PodDevicesEntry) checkpoint.PodDevicesEntry {
+		e.AllocResp = []byte{1}
+		return e
+	}
+	tests := []struct {
+		name           string
+		saved, running []checkpoint.PodDevicesEntry
+		want           []string
+		wantResp       []bool
+		wantCorrected  []string // substrings, in order
+	}{
+		{name: "nothing"},
+		{name: "agreeing: the checkpoint's entry, with its response, is kept",
+			saved: []checkpoint.PodDevicesEntry{withResp(entry("a", "app", "w1", "w0"))}, running: []checkpoint.PodDevicesEntry{entry("a", "app", "w0", "w1")},
+			want: []string{"a/app/example.com/widget=w1,w0"}, wantResp: []bool{true}},
+		{name: "not yet created, or gone: the checkpoint's entry is kept",
+			saved: []checkpoint.PodDevicesEntry{withResp(entry("a", "app", "w0"))},
+			want:  []string{"a/app/example.com/widget=w0"}, wantResp: []bool{true}},
+		{name: "a pod the checkpoint lacks is taken from its container",
+			saved: []checkpoint.PodDevicesEntry{withResp(entry("a", "app", "w0"))}, running: []checkpoint.PodDevicesEntry{entry("b", "app", "w1")},
+			want: []string{"a/app/example.com/widget=w0", "b/app/example.com/widget=w1"}, wantResp: []bool{true, false},
+			wantCorrected: []string{"pod b container app: example.com/widget [w1] is not in the checkpoint"}},
+		{name: "other devices in the container: the container's kept",
+			saved: []checkpoint.PodDevicesEntry{withResp(entry("a", "app", "w0"))}, running: []checkpoint.PodDevicesEntry{entry("a", "app", "w2")},
+			want: []string{"a/app/example.com/widget=w2"}, wantResp: []bool{false},
+			wantCorrected: []string{"pod a container app: example.com/widget is [w0] in the checkpoint but [w2] in its container"}},
+		{name: "sorted by pod and container",
+			running:       []checkpoint.PodDevicesEntry{entry("b", "z", "w1"), entry("b", "a", "w2"), entry("a", "x", "w0")},
+			want:          []string{"a/x/example.com/widget=w0", "b/a/example.com/widget=w2", "b/z/example.com/widget=w1"},
+			wantResp:      []bool{false, false, false},
+			wantCorrected: []string{"pod b container z", "pod b container a", "pod a container x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			merged, corrected := reconcile(tt.saved, tt.running)
+			var got []string
+			var resp []bool
+			for _, e := range merged {
+				got = append(got, entryText(e))
+				resp = append(resp, e.AllocResp != nil)
+			}
+			if !slices.Equal(got, tt.want) || !slices.Equal(resp, tt.wantResp) {
+				t.Errorf("merged = %q (responses %v), want %q (%v)", got, resp, tt.want, tt.wantResp)
+			}
+			if len(corrected) != len(tt.wantCorrected) {
+				t.Fatalf("corrected = %q, want %d", corrected, len(tt.wantCorrected))
+			}
+			for i, want := range tt.wantCorrected {
+				if !strings.Contains(corrected[i], want) {
+					t.Errorf("correction %d = %q, want it to contain %q", i, corrected[i], want)
+				}
+			}
+		})
+	}
+}
+
+// A valid checkpoint that is out of date (an older copy put back) does not
+// hide the devices a running container holds: they are taken from the
+// container, reported, and never handed to another pod (issue #19, found by
+// make chaos with seed 20261127).
+func TestStaleCheckpointGivesWayToTheRuntime(t *testing.T) {
+	dir := shortDir(t)
+	old, err := checkpoint.Encode([]checkpoint.PodDevicesEntry{{PodUID: "a", ContainerName: "c0", ResourceName: widget,
+		DeviceIDs: checkpoint.DevicesPerNUMA{nodeWithoutTopology: {"w0"}}, AllocResp: []byte{}}}, map[string][]string{widget: {"w0", "w1", "w2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkpoint.Write(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	rt := &fakeRuntime{containers: []*runtimeapi.Container{
+		criContainer("c-a", "a", "c0", 1, `{"example.com/widget":["w0"]}`),
+		criContainer("c-b", "b", "c0", 2, `{"example.com/widget":["w1"]}`),
+	}}
+	m, err := startManagerWith(t, dir, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.events.has(ReasonCheckpointStale) || m.events.has(ReasonCheckpointCorrupt) {
+		t.Errorf("events = %q, want %s alone", m.events.events, ReasonCheckpointStale)
+	}
+	if got := held(m.Manager, "b"); !slices.Equal(got, []string{"w1"}) {
+		t.Errorf("pod b holds %v, want [w1]", got)
+	}
+	startPlugin(t, deviceplugin.Config{Dir: dir, Devices: widgets("w0", "w1", "w2")})
+	eventually(t, "widgets are allocatable", func() bool { return allocatable(m.Manager, widget) == 3 })
+	if err := m.Admit(t.Context(), podWith("c", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(m.Manager, "c"); !slices.Equal(got, []string{"w2"}) {
+		t.Errorf("pod c holds %v, want [w2], the one device no container holds", got)
+	}
+	data, err := checkpoint.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _, _, err := checkpoint.Decode(data); err != nil || len(entries) != 3 {
+		t.Errorf("checkpoint entries after the correction = %+v (%v), want a, b and c", entries, err)
 	}
 }

@@ -89,16 +89,10 @@ func TestSmokeMakesEveryAttack(t *testing.T) {
 	}
 	for target, damages := range full.Damages {
 		for _, d := range damages {
-			if target == DeviceCheckpoint && d == Stale {
-				continue // a known defect, left out on purpose
-			}
 			if !slices.Contains(smoke.Damages[target], d) {
 				t.Errorf("smoke never makes %s damage to %s", d, target)
 			}
 		}
-	}
-	if slices.Contains(smoke.Damages[DeviceCheckpoint], Stale) {
-		t.Error("smoke puts back a stale device checkpoint, a known defect")
 	}
 	if !smoke.KillRecovery {
 		t.Error("smoke never kills the start that meets a damaged file")

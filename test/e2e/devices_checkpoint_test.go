@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,4 +157,48 @@ func (n *node) wantLostCheckpointHandled(ckpt string, holder *v1.Pod) {
 		!slices.Equal(entries[0].DeviceIDs[-1], []string{"w0"}) {
 		t.Errorf("new checkpoint entries = %+v (%v)", entries, err)
 	}
+}
+
+// A valid but out-of-date device checkpoint put back while berth is down
+// (an older copy, from before a pod got its device) does not hide that
+// pod's device: berth takes it from the pod's container, reports the
+// correction, and gives a new pod only the free widgets. berth before this
+// fix trusted the old copy and gave the new pod the holder's w0 (make chaos,
+// seed 20261127, fault 121).
+func TestDeviceCheckpointStaleCorrectedFromRuntime(t *testing.T) {
+	n := startNode(t)
+	p := startWidgets(t, n)
+	n.waitAllocatable(3)
+	var before []byte
+	waitFor(t, 30*time.Second, "a device checkpoint", func() (bool, string) {
+		var err error
+		before, err = checkpoint.Read(n.devicePlugins)
+		return err == nil, fmt.Sprint(err)
+	})
+	n.writeManifest("holder.yaml", widgetPod("holder", 1))
+	holder := n.waitRunning("holder", 60*time.Second)
+	n.wantWidgets(holder, "w0")
+
+	n.stop()
+	if err := checkpoint.Write(n.devicePlugins, before); err != nil {
+		t.Fatal(err)
+	}
+	registrations := p.Calls().Registrations
+	n.start()
+	if err := p.WaitRegistered(t.Context(), registrations+1); err != nil {
+		t.Fatalf("the plugin did not register again: %v", err)
+	}
+	n.waitAllocatable(3)
+
+	n.writeManifest("pair.yaml", widgetPod("pair", 2))
+	pair := n.waitRunning("pair", 60*time.Second)
+	n.wantWidgets(pair, "w1,w2")
+	n.wantWidgets(n.waitRunning("holder", 10*time.Second), "w0")
+	waitFor(t, 30*time.Second, "a DeviceCheckpointStale node event", func() (bool, string) {
+		var reasons []string
+		for _, e := range n.nodeEvents() {
+			reasons = append(reasons, e.Reason)
+		}
+		return slices.Contains(reasons, devicemanager.ReasonCheckpointStale), strings.Join(reasons, ",")
+	})
 }
