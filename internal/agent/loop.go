@@ -101,7 +101,6 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 		case snap := <-snapshots:
 			first := !l.sourceReady
 			l.applySnapshot(ctx, snap)
-			l.killOrphans()
 			if first {
 				l.housekeep()
 			}
@@ -252,6 +251,10 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 		}
 		l.workers.Kill(pod.UID, pod.Name, pod.Namespace)
 	}
+	// Orphans get their workers before new pods do: a new pod that
+	// replaces one found in the runtime (its manifest edited while berth
+	// was down) waits for it to stop (podworker's predecessor).
+	l.killOrphans()
 	for _, pod := range c.start {
 		l.log.Info("pod added", "pod", key(pod), "uid", pod.UID)
 		l.workers.Update(pod)

@@ -62,6 +62,9 @@ type worker struct {
 	// holdsStartSlot is set while a sync that creates the sandbox holds
 	// one of Deps.ParallelPodStarts.
 	holdsStartSlot bool
+	// waitsForPredecessor is set while the pod waits for the pod of its
+	// name that it replaces to stop (predecessor.go).
+	waitsForPredecessor bool
 	// volumesRefreshed is when refreshVolumes last ran.
 	volumesRefreshed time.Time
 }
@@ -120,6 +123,7 @@ func (w *worker) finishKill() (exit bool) {
 	if w.ws.workers[w.uid] == w {
 		delete(w.ws.workers, w.uid)
 	}
+	w.ws.wakeSuccessorsLocked(w)
 	return true
 }
 
@@ -229,6 +233,18 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		// or wait for devices for minutes.
 		w.publish(pod, st, false)
 	}
+	if !w.admission.done && len(st.Sandboxes) == 0 {
+		if prev := w.ws.predecessor(w); prev != "" {
+			// Woken when it is gone; the resync only guards against a
+			// missed wake.
+			if !w.waitsForPredecessor {
+				log.Info("pod waits for the pod of the same name it replaces to stop", "predecessor", prev)
+			}
+			w.waitsForPredecessor = true
+			return d.Resync
+		}
+	}
+	w.waitsForPredecessor = false
 	if ok, after := w.admit(ctx, pod, st, log); !ok {
 		if rej := w.admission.rejected; rej != nil {
 			d.Status.Set(pod, rejectedStatus(rej))
