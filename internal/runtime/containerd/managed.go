@@ -143,10 +143,21 @@ func Start(ctx context.Context, o Options) (*Managed, error) {
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
 	m, err := adopt(ctx, o, l)
-	if m != nil || err != nil {
-		return m, err
+	if m == nil && err == nil {
+		m, err = launch(ctx, o, l)
 	}
-	return launch(ctx, o, l)
+	if err != nil {
+		return nil, err
+	}
+	reaped, err := m.reapOrphanShims(ctx)
+	if err != nil {
+		// The shims are left for the next start; the runtime works.
+		m.log.Warn("looking for shims containerd forgot", "err", err)
+	}
+	for _, s := range reaped {
+		m.log.Warn("killed a shim containerd no longer knows, and what it ran", "pid", s.pid, "id", s.id, "namespace", s.namespace)
+	}
+	return m, nil
 }
 
 // Address is the path of containerd's gRPC socket (containerd API and CRI).

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+)
+
+// containerd 1.6 forgets a shim whose container is gone from its metadata
+// when it restarts (killed amid a container's creation or removal): it
+// deletes the task's directory and leaves the shim running for ever. berth
+// kills such shims when it starts or restarts its containerd. Here the
+// pod's sandbox record is deleted under its running shim while berth is
+// down (as a containerd killed mid-removal leaves it), containerd is
+// stopped, and berth is started: the shim must go. berth before this fix
+// left it (make chaos, seed 20261127: a shim left after every pod was
+// deleted).
+func TestForgottenShimIsReaped(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("web.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: app
+    image: %s
+    command: ["sleep", "3600"]
+`, busybox))
+	pod := n.waitRunning("web", 60*time.Second)
+	sbs := n.sandboxes(string(pod.UID))
+	if len(sbs) != 1 {
+		t.Fatalf("sandboxes of web: %d", len(sbs))
+	}
+	shim := shimOf(t, sbs[0].Id)
+	if shim == 0 {
+		t.Fatalf("no shim runs for sandbox %s", sbs[0].Id)
+	}
+
+	n.kill9()
+	n.removeManifest("web.yaml")
+	socket := filepath.Join(n.root, "containerd", "containerd.sock")
+	c, err := client.New(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(t.Context(), "k8s.io"), 30*time.Second)
+	defer cancel()
+	// The metadata service, not Container.Delete, which refuses a container
+	// whose task runs.
+	if err := c.ContainerService().Delete(ctx, sbs[0].Id); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	n.stopContainerd()
+	if !alive(shim) {
+		t.Fatalf("the shim (pid %d) died with containerd: nothing to test", shim)
+	}
+
+	n.start()
+	waitFor(t, 30*time.Second, "the forgotten shim killed", func() (bool, string) {
+		return !alive(shim), fmt.Sprintf("pid %d alive", shim)
+	})
+	if log, _ := os.ReadFile(filepath.Join(n.root, "berth.log")); !strings.Contains(string(log), "killed a shim containerd no longer knows") {
+		t.Errorf("berth's log does not say it killed the shim")
+	}
+}
+
+// shimOf returns the pid of the shim started for id, or 0.
+func shimOf(t *testing.T, id string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(filepath.Base(strings.SplitN(string(data), "\x00", 2)[0]), "containerd-shim") {
+			continue
+		}
+		if strings.Contains(string(data), "\x00-id\x00"+id+"\x00") {
+			var pid int
+			fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid)
+			return pid
+		}
+	}
+	return 0
+}
