@@ -283,3 +283,58 @@ func mountsBelow(dir string) []string {
 	}
 	return out
 }
+
+// berth reset refuses while berth runs on the root dir, changing nothing;
+// after a crash (kill -9) it stops the pods through the containerd the
+// crashed berth left running, stops that containerd, and leaves nothing.
+func TestResetRefusesWhileRunningAndCleansAfterCrash(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("bridged.yaml", sleeper("bridged", "x"))
+	before := n.waitRunning("bridged", 2*time.Minute)
+	out, code := n.reset(t)
+	if code == 0 || !strings.Contains(out, "stop it first") {
+		t.Fatalf("berth reset while berth runs: exit %d, want a refusal:\n%s", code, out)
+	}
+	if after := n.waitRunning("bridged", time.Minute); containerID(t, after, "main") != containerID(t, before, "main") {
+		t.Fatalf("the refused reset disturbed the pod")
+	}
+
+	n.kill9()
+	containerdPid := n.containerdPid()
+	podPids := cgroupPids(n.cgroupRoot)
+	if containerdPid <= 1 || !alive(containerdPid) || len(podPids) == 0 {
+		t.Fatalf("after kill -9: containerd %d, pod processes %v", containerdPid, podPids)
+	}
+	n.cri.Close()
+	n.cri = nil
+	out, code = n.reset(t)
+	if code != 0 {
+		t.Fatalf("berth reset exited %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "removed pod default/bridged-"+nodeName) {
+		t.Errorf("the pod was not removed through the CRI:\n%s", out)
+	}
+	if alive(containerdPid) {
+		t.Errorf("the containerd left by the crashed berth (pid %d) still runs", containerdPid)
+	}
+	for _, pid := range podPids {
+		if alive(pid) {
+			t.Errorf("pod process %d still runs", pid)
+		}
+	}
+	if left := processesFrom(n.root); len(left) > 0 {
+		t.Errorf("processes still run from %s: %v", n.root, left)
+	}
+	if left := cgroupsOf(n.cgroupRoot); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+	if _, err := os.Stat("/sys/class/net/" + n.bridge); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bridge %s left: %v", n.bridge, err)
+	}
+	if left := mountsBelow(n.root); len(left) > 0 {
+		t.Errorf("mounts left under %s: %v", n.root, left)
+	}
+	if _, err := os.Stat(filepath.Join(n.root, "containerd")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("containerd's state left: %v", err)
+	}
+}
