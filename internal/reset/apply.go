@@ -66,17 +66,20 @@ func Run(ctx context.Context, o Options, confirm Confirm, out io.Writer, log *sl
 		return ErrAborted
 	}
 	a := applier{o: o, f: f, out: out, log: log}
-	err = a.apply(ctx, steps)
-	left, inspectErr := Inspect(ctx, o)
-	if inspectErr != nil {
-		return errors.Join(err, inspectErr)
+	// A step that failed was a warning; what counts is what is left: the
+	// pods that could not be stopped through the CRI are killed by a later
+	// step, for one.
+	stepErr := a.apply(ctx, steps)
+	left, err := Inspect(ctx, o)
+	if err != nil {
+		return errors.Join(stepErr, err)
 	}
 	if rest, _ := Plan(o, left); len(rest) > 0 {
 		var what []string
 		for _, s := range rest {
 			what = append(what, s.What)
 		}
-		err = errors.Join(err, fmt.Errorf("reset left work undone; run it again to retry: %s", strings.Join(what, "; ")))
+		err = errors.Join(stepErr, fmt.Errorf("reset left work undone; run it again to retry: %s", strings.Join(what, "; ")))
 	}
 	if len(left.Foreign) > 0 {
 		fmt.Fprintf(out, "[reset] left in place, not berth's: %s\n", strings.Join(left.Foreign, ", "))

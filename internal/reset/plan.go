@@ -152,7 +152,7 @@ func Plan(o Options, f Facts) ([]Step, error) {
 		add(RemoveNetNS, "remove the network namespaces of berth's pods: %s", strings.Join(f.NetNS, ", "))
 	}
 	if len(f.Rules) > 0 {
-		add(RemoveRules, "delete %d iptables rules of CNI network %q", len(f.Rules), o.Network)
+		add(RemoveRules, "delete %d iptables rules and chains of CNI network %q that name berth's pods", len(f.Rules), o.Network)
 	}
 	if f.Bridge {
 		add(DeleteBridge, "delete the bridge %s", o.Bridge)
@@ -164,7 +164,7 @@ func Plan(o Options, f Facts) ([]Step, error) {
 		add(RemoveCgroups, "remove the kubepods cgroups under cgroup root %s (%d dirs in all hierarchies)", o.CgroupRoot, len(f.Cgroups))
 	}
 	if len(f.PodLogDirs) > 0 {
-		add(RemovePodLogs, "remove the logs of %d pods from %s", len(f.PodLogDirs), o.PodLogsDir)
+		add(RemovePodLogs, "remove %d pod log dirs from %s", len(f.PodLogDirs), o.PodLogsDir)
 	}
 	if len(f.State) > 0 || len(f.BerthFiles) > 0 {
 		add(RemoveState, "remove berth's state: %s", strings.Join(slices.Concat(f.State, f.BerthFiles), ", "))

@@ -151,8 +151,73 @@ spec:
 	n.waitRunning("hostnet", 2*time.Minute)
 }
 
-// reset runs berth reset --force with the node's configuration.
-func (n *node) reset(t *testing.T) (string, int) {
+// With no containerd to stop the pods through (it was killed, and cannot
+// be started: its binary is not in reset's PATH), berth reset kills the
+// pods' processes and shims and removes what the CNI plugins would have:
+// the pod's netns and its iptables rules, found by its sandbox id.
+func TestResetWithoutContainerdKillsPods(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("bridged.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: bridged}
+spec:
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]
+    ports: [{containerPort: 8080, hostPort: %d}]
+`, busybox, freePort(t)))
+	bridged := n.waitRunning("bridged", 2*time.Minute)
+	sandboxID := n.sandboxes(string(bridged.UID))[0].Id
+	podPids := cgroupPids(n.cgroupRoot)
+	netns := podNetNS(t, podPids)
+	if len(netns) != 1 || !strings.Contains(iptablesSave(t), sandboxID) {
+		t.Fatalf("pod netns %v, iptables rules of the sandbox: %v", netns, strings.Contains(iptablesSave(t), sandboxID))
+	}
+	n.kill9()
+	n.cri.Close()
+	n.cri = nil
+	n.stopContainerd()
+
+	out, code := n.reset(t, "PATH=/usr/sbin")
+	t.Logf("berth reset:\n%s", out)
+	if code != 0 {
+		t.Fatalf("berth reset exited %d", code)
+	}
+	if !strings.Contains(out, "warning: start the managed containerd") {
+		t.Errorf("reset did not go without containerd, as this test means it to")
+	}
+	for _, pid := range podPids {
+		if alive(pid) {
+			t.Errorf("pod process %d still runs", pid)
+		}
+	}
+	if left := processesFrom(n.root); len(left) > 0 {
+		t.Errorf("processes still run from %s: %v", n.root, left)
+	}
+	for _, p := range netns {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("netns %s left: %v", p, err)
+		}
+	}
+	if save := iptablesSave(t); strings.Contains(save, sandboxID) {
+		t.Errorf("iptables rules of sandbox %s left:\n%s", sandboxID, save)
+	}
+	if left := cgroupsOf(n.cgroupRoot); len(left) > 0 {
+		t.Errorf("cgroups left: %v", left)
+	}
+	if left := mountsBelow(n.root); len(left) > 0 {
+		t.Errorf("mounts left under %s: %v", n.root, left)
+	}
+	if _, err := os.Stat("/sys/class/net/" + n.bridge); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("bridge %s left: %v", n.bridge, err)
+	}
+}
+
+// reset runs berth reset --force with the node's configuration; env is
+// added to its environment.
+func (n *node) reset(t *testing.T, env ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -167,6 +232,7 @@ func (n *node) reset(t *testing.T) (string, int) {
 		"--pod-resources-dir", n.podResources,
 		"--pause-binary", filepath.Join(bins, "berth-pause"),
 	)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return string(out), ee.ExitCode()
