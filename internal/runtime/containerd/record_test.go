@@ -1,6 +1,7 @@
 package containerd
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,36 @@ func TestProcessIdentityOfSelf(t *testing.T) {
 	b, err := ProcessIdentity(os.Getpid())
 	if err != nil || !a.Names(b) {
 		t.Fatalf("identity of this process changed: %+v %+v %v", a, b, err)
+	}
+}
+
+// A corrupt record does not stop the adoption: it is set aside and the
+// running containerd recorded afresh, so that Stop still stops it.
+func TestAdoptionSetsAsideCorruptRecord(t *testing.T) {
+	root := testRoot(t)
+	first := startManaged(t, root)
+	record := filepath.Join(root, "containerd", RecordName)
+	if err := os.WriteFile(record, []byte(`{"pid": "garbled`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adopted, err := Start(ctx, Options{RootDir: root, Log: testLogger(t)})
+	if err != nil || adopted.StartedByUs() || adopted.Pid() != first.Pid() {
+		t.Fatalf("adopt with a corrupt record: %v", err)
+	}
+	if aside, _ := filepath.Glob(record + quarantine.Infix + "*"); len(aside) != 1 {
+		t.Errorf("corrupt record set aside as %v, want one file", aside)
+	}
+	if rec, ok, err := ReadRecord(filepath.Dir(record), time.Now()); !ok || err != nil || rec.PID != first.Pid() {
+		t.Errorf("record after adoption: %+v %v %v", rec, ok, err)
+	}
+	if err := adopted.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.Done():
+	case <-ctx.Done():
+		t.Fatal("the adopted containerd still runs after Stop")
 	}
 }
