@@ -121,14 +121,15 @@ func (e *RunningError) Error() string {
 }
 
 // Plan decides what reset does about f. Nothing, when berth left nothing
-// there; an error while a berth runs on the root dir. Without berth's
-// state under the root dir, the bridge and cgroups of the configured
-// names are not berth's to remove: another agent may own them.
+// there; an error while a berth runs on the root dir. Only what is under
+// the root dir says that berth ran: without it, the bridge, the cgroups
+// and the processes in them are not berth's to remove, for another agent
+// may own them (the kubelet's pods live in /kubepods too).
 func Plan(o Options, f Facts) ([]Step, error) {
 	if f.AdminSocketAnswers {
 		return nil, &RunningError{RootDir: o.RootDir}
 	}
-	ran := len(f.State) > 0 || f.ContainerdPID > 0 || len(f.Mounts) > 0 || len(f.Processes) > 0
+	ran := len(f.State) > 0 || f.ContainerdPID > 0 || len(f.Mounts) > 0
 	if !ran {
 		return nil, nil
 	}

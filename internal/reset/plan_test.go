@@ -46,8 +46,15 @@ func TestPlan(t *testing.T) {
 			[]StepKind{StopPods, StopContainerd, KillProcesses, RemoveNetNS, RemoveRules, DeleteBridge, Unmount, RemoveCgroups, RemovePodLogs, RemoveState}, false},
 		{"containerd state, none running", testOpts, Facts{State: []string{"/var/lib/berth/containerd"}, ContainerdState: true},
 			[]StepKind{StopPods, StopContainerd, RemoveState}, false},
-		{"pods left without any containerd state", testOpts, Facts{Processes: []int{5}, Cgroups: []string{"/sys/fs/cgroup/kubepods"}},
-			[]StepKind{KillProcesses, RemoveCgroups}, false},
+		// Processes in /kubepods with no state of berth: the kubelet's pods.
+		{"processes in kubepods but no state", testOpts, Facts{Processes: []int{5}, Cgroups: []string{"/sys/fs/cgroup/kubepods"}}, nil, false},
+		{"pods and cgroups, state without containerd", testOpts,
+			Facts{State: []string{"/var/lib/berth/pods"}, Processes: []int{5}, Cgroups: []string{"/sys/fs/cgroup/kubepods"}},
+			[]StepKind{KillProcesses, RemoveCgroups, RemoveState}, false},
+		{"a containerd of this root still runs, no other state", testOpts, Facts{ContainerdPID: 7},
+			[]StepKind{StopPods, StopContainerd}, false},
+		{"mounts left under the root", testOpts, Facts{Mounts: []string{"/var/lib/berth/pods/u/volumes/x"}},
+			[]StepKind{Unmount}, false},
 		{"external runtime: its pods, no containerd", external, Facts{State: []string{"/var/lib/berth/pods"}},
 			[]StepKind{StopPods, RemoveState}, false},
 	} {
