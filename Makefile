@@ -8,7 +8,7 @@ BUSYBOX   ?= /bin/busybox
 # time (about 20 minutes on 2 cores); everything together stays well inside 90 min.
 TEST_TIMEOUT ?= 45m
 
-.PHONY: all build images deps run test unit e2e vet bench conformance chaos clean
+.PHONY: all build images deps run test unit e2e vet bench conformance chaos clean install uninstall
 
 all: build images
 
@@ -89,6 +89,37 @@ CHAOS_TIMEOUT ?= 8h
 chaos: deps build
 	BERTH_BIN=$(abspath $(BIN)) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_PODS=$(CHAOS_PODS) CHAOS_PROFILE=$(CHAOS_PROFILE) CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) \
 		$(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -v -run TestChaos ./test/chaos/
+
+# berth as a systemd service: the binaries in $(PREFIX)/bin, the unit in
+# $(UNITDIR) (its ExecStart pointing at them), the config in
+# $(SYSCONFDIR)/berth/config.yaml unless one is there, and an empty
+# manifests dir beside it. DESTDIR stages it all elsewhere (packaging).
+# Then: systemctl daemon-reload && systemctl enable --now berth. Upgrading in
+# place is `make install` of the new version and `systemctl restart berth`.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /etc/systemd/system
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/berth/manifests
+	install -m 0755 $(BIN)/berth $(DESTDIR)$(PREFIX)/bin/berth.new
+	install -m 0755 $(BIN)/berth-pause $(DESTDIR)$(PREFIX)/bin/berth-pause.new
+	# A rename replaces a running binary without "text file busy".
+	mv -f $(DESTDIR)$(PREFIX)/bin/berth.new $(DESTDIR)$(PREFIX)/bin/berth
+	mv -f $(DESTDIR)$(PREFIX)/bin/berth-pause.new $(DESTDIR)$(PREFIX)/bin/berth-pause
+	sed -e 's|/usr/local/bin/berth|$(PREFIX)/bin/berth|' -e 's|/etc/berth/|$(SYSCONFDIR)/berth/|g' dist/berth.service > $(DESTDIR)$(UNITDIR)/berth.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/berth.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/berth/config.yaml ]; then \
+		echo "keeping $(DESTDIR)$(SYSCONFDIR)/berth/config.yaml (the new default is dist/config.yaml)"; \
+	else \
+		sed -e 's|/etc/berth/|$(SYSCONFDIR)/berth/|g' dist/config.yaml > $(DESTDIR)$(SYSCONFDIR)/berth/config.yaml && \
+		chmod 0644 $(DESTDIR)$(SYSCONFDIR)/berth/config.yaml; \
+	fi
+
+# Removes what install put there but the config and the manifests, which
+# are the operator's; `berth reset` removes what berth made when it ran.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/berth $(DESTDIR)$(PREFIX)/bin/berth-pause $(DESTDIR)$(UNITDIR)/berth.service
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/berth (config and manifests); run 'berth reset' before uninstalling to remove berth's pods and state"
 
 clean:
 	rm -rf $(BIN)

@@ -32,6 +32,7 @@ setup carries over.`,
 		newDeleteCommand(),
 		newExecCommand(),
 		newAttachCommand(),
+		newResetCommand(),
 		newVersionCommand(version),
 	)
 	applyExitCodes(root)

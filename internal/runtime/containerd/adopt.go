@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/containerd/containerd/v2/client"
 	"google.golang.org/grpc"
@@ -50,8 +51,52 @@ func adopt(ctx context.Context, o Options, l layout) (*Managed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("containerd on %s: %w", l.Socket, err)
 	}
-	o.Log.Info("adopted running containerd", "pid", pid, "address", l.Socket, "snapshotter", snapshotter)
-	return &Managed{layout: l, snapshotter: snapshotter, pid: pid, log: o.Log, opts: o}, nil
+	m := &Managed{layout: l, snapshotter: snapshotter, pid: pid, log: o.Log, opts: o}
+	if pid > 0 {
+		if m.ident, err = claim(l, pid, o.Log); err != nil {
+			// It died since it answered: the supervisor starts another.
+			o.Log.Warn("containerd: cannot record the adopted containerd", "err", err)
+		}
+	}
+	o.Log.Info("adopted running containerd", "pid", pid, "address", l.Socket, "snapshotter", snapshotter, "recorded", m.ident.PID > 0)
+	return m, nil
+}
+
+// stopAdopted stops an adopted containerd as stop stops a launched one,
+// but by its pid, which is not berth's child: SIGTERM, and SIGKILL if ctx
+// ends before it exits. Each signal goes only to the process recorded.
+func (m *Managed) stopAdopted(ctx context.Context) error {
+	if !m.stillRecorded() {
+		m.log.Warn("adopted containerd had already exited", "pid", m.pid)
+		return nil
+	}
+	if err := syscall.Kill(m.pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal containerd (pid %d): %w", m.pid, err)
+	}
+	err := waitPidExit(ctx, m.pid, clock.RealClock{})
+	if err == nil {
+		m.log.Info("containerd stopped", "pid", m.pid, "adopted", true)
+		return nil
+	}
+	err = fmt.Errorf("adopted containerd (pid %d) did not exit after SIGTERM, killed it: %w", m.pid, err)
+	if m.stillRecorded() {
+		if killErr := syscall.Kill(m.pid, syscall.SIGKILL); killErr != nil && !errors.Is(killErr, syscall.ESRCH) {
+			return errors.Join(err, fmt.Errorf("kill containerd (pid %d): %w", m.pid, killErr))
+		}
+	}
+	killCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killWait)
+	defer cancel()
+	if waitErr := waitPidExit(killCtx, m.pid, clock.RealClock{}); waitErr != nil {
+		err = errors.Join(err, fmt.Errorf("containerd (pid %d) still running %v after SIGKILL", m.pid, killWait))
+	}
+	return err
+}
+
+// stillRecorded reports whether the process at m.pid is the one recorded
+// at adoption, not one that took its pid since.
+func (m *Managed) stillRecorded() bool {
+	live, err := ProcessIdentity(m.pid)
+	return err == nil && m.ident.Names(live)
 }
 
 // previousDaemon returns the pid in the pid file if that process is alive

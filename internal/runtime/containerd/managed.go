@@ -113,8 +113,12 @@ type Managed struct {
 	snapshotter string
 	pid         int // 0 when adopted without a pid file
 	startedByUs bool
-	log         *slog.Logger
-	opts        Options // with defaults: how to start it again
+	// ident is the recorded identity of the containerd (RecordName): Stop
+	// signals an adopted one only while the process at pid still is it.
+	// Zero for an adopted containerd whose process was not found.
+	ident Identity
+	log   *slog.Logger
+	opts  Options // with defaults: how to start it again
 
 	// Only when started by us: the process and its reaper's results.
 	cmd     *exec.Cmd
@@ -128,8 +132,9 @@ type Managed struct {
 // Start starts containerd as a child process in its own session, so that
 // it outlives a berth killed with SIGKILL, or adopts the one a previous
 // berth left running on the same root (its pid file names a live
-// containerd, or the socket answers): then StartedByUs is false and Stop
-// leaves it alone.
+// containerd, or the socket answers): then StartedByUs is false. Either
+// way the containerd is recorded (RecordName) as the one berth manages,
+// and Stop stops it.
 func Start(ctx context.Context, o Options) (*Managed, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -184,14 +189,18 @@ func (m *Managed) LogPath() string { return m.layout.Log }
 // parent and cannot wait for it (Supervise watches it by its pid).
 func (m *Managed) Done() <-chan struct{} { return m.exited }
 
-// Stop stops a containerd started by us: SIGTERM, then SIGKILL when ctx
-// ends first. Containers keep running (their shims are not containerd's
-// children). An adopted containerd is left alone.
+// Stop stops the managed containerd, launched or adopted: SIGTERM, then
+// SIGKILL when ctx ends first. Containers keep running (their shims are
+// not containerd's children). Only an adopted containerd whose process
+// berth could not find (pid 0: the socket answered, nobody in /proc ran
+// its config) is left alone, for berth cannot tell who it is.
 func (m *Managed) Stop(ctx context.Context) error {
-	if !m.startedByUs {
-		return nil
+	switch {
+	case m.startedByUs:
+		m.stopOnce.Do(func() { m.stopErr = errors.Join(m.stop(ctx), m.removeFiles()) })
+	case m.ident.PID > 0:
+		m.stopOnce.Do(func() { m.stopErr = errors.Join(m.stopAdopted(ctx), m.removeFiles()) })
 	}
-	m.stopOnce.Do(func() { m.stopErr = m.stop(ctx) })
 	return m.stopErr
 }
 
@@ -214,7 +223,14 @@ func (m *Managed) stop(ctx context.Context) error {
 			}
 		}
 	}
-	for _, p := range []string{m.layout.PIDFile, m.layout.Socket, m.layout.TTRPCSocket} {
+	return err
+}
+
+// removeFiles removes what names a running containerd: its pid file,
+// record and sockets.
+func (m *Managed) removeFiles() error {
+	var err error
+	for _, p := range []string{m.layout.PIDFile, filepath.Join(m.layout.Dir, RecordName), m.layout.Socket, m.layout.TTRPCSocket} {
 		if rmErr := os.Remove(p); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			err = errors.Join(err, rmErr)
 		}
@@ -281,9 +297,13 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 			}
 		}
 		_ = os.Remove(l.PIDFile)
+		_ = os.Remove(filepath.Join(l.Dir, RecordName))
 		return nil, fmt.Errorf("containerd: %w\n--- tail of %s:\n%s", err, l.Log, logTail(l.Log))
 	}
 	if err := atomicfile.Write(l.PIDFile, []byte(strconv.Itoa(m.pid)+"\n"), 0o644); err != nil {
+		return fail(err)
+	}
+	if m.ident, err = writeRecord(l, m.pid); err != nil {
 		return fail(err)
 	}
 	stillRunning := func() bool {

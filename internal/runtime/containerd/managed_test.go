@@ -100,19 +100,20 @@ func TestStartAdoptsRunningContainerd(t *testing.T) {
 	if second.Pid() != first.Pid() || second.Snapshotter() != first.Snapshotter() {
 		t.Errorf("adopted pid %d snapshotter %q, want %d %q", second.Pid(), second.Snapshotter(), first.Pid(), first.Snapshotter())
 	}
-	if err := second.Stop(ctx); err != nil {
-		t.Fatalf("Stop of an adopted containerd: %v", err)
-	}
-	if err := probe(ctx, first.Address()); err != nil {
-		t.Errorf("Stop of the adopted containerd stopped it: %v", err)
+	record := filepath.Join(root, "containerd", RecordName)
+	rec, ok, err := ReadRecord(filepath.Dir(record), time.Now())
+	if err != nil || !ok || rec.PID != first.Pid() {
+		t.Fatalf("record after adoption: %+v %v %v, want pid %d", rec, ok, err, first.Pid())
 	}
 
-	// Without a pid file (lost, or a containerd someone else started on
-	// this root), the answering socket is enough, and the process running
-	// this root's config is found, and named in a new pid file.
+	// Without a pid file or record (lost, or a berth from before records),
+	// the answering socket is enough, and the process running this root's
+	// config is found, and named in a new pid file and record.
 	pidFile := filepath.Join(root, "containerd", "containerd.pid")
-	if err := os.Remove(pidFile); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{pidFile, record} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	third, err := Start(ctx, Options{RootDir: root, Log: testLogger(t)})
 	if err != nil {
@@ -123,6 +124,24 @@ func TestStartAdoptsRunningContainerd(t *testing.T) {
 	}
 	if data, err := os.ReadFile(pidFile); err != nil || strings.TrimSpace(string(data)) != strconv.Itoa(first.Pid()) {
 		t.Errorf("pid file after adoption: %q, %v", data, err)
+	}
+	if rec, ok, err := ReadRecord(filepath.Dir(record), time.Now()); err != nil || !ok || rec.PID != first.Pid() {
+		t.Errorf("record after adoption without one: %+v %v %v", rec, ok, err)
+	}
+
+	// The adopted containerd is berth's to stop, as the launched one is.
+	if err := third.Stop(ctx); err != nil {
+		t.Fatalf("Stop of an adopted containerd: %v", err)
+	}
+	select {
+	case <-first.Done():
+	case <-ctx.Done():
+		t.Fatal("Stop of the adopted containerd left it running")
+	}
+	for _, p := range []string{pidFile, record} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Stop: %v", p, err)
+		}
 	}
 }
 
