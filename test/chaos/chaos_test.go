@@ -529,8 +529,8 @@ func (h *harness) teardown() {
 		h.n.plugin = nil
 	}
 	h.n.signal(syscall.SIGTERM, time.Minute)
-	// berth stops only a containerd it started; an adopted one is the
-	// harness's to stop, and is no leak.
+	// berth stops the containerd it manages, launched or adopted; one it
+	// could not identify is the harness's to stop, and is no leak.
 	h.n.stopContainerd()
 	h.violate(h.n.leftovers().Violations()...)
 }
