@@ -92,15 +92,19 @@ func TestSuperviseRestartsAdoptedContainerd(t *testing.T) {
 	if err := syscall.Kill(first.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Start returns after containerd answers (it then looks for shims to
+	// reap), so the restart is done once its event is recorded: stopping
+	// sooner could cut it short.
 	pidFile := filepath.Join(root, "containerd", "containerd.pid")
 	for {
 		data, _ := os.ReadFile(pidFile)
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-		if pid > 1 && pid != first.Pid() && probeCRI(ctx, adopted.Address()) == nil {
+		got := events.get()
+		if pid > 1 && pid != first.Pid() && len(got) == 2 && probeCRI(ctx, adopted.Address()) == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("no new containerd ready on %s: pid file %q", adopted.Address(), data)
+			t.Fatalf("no new containerd ready on %s: pid file %q, events %v", adopted.Address(), data, got)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
