@@ -72,3 +72,6 @@ func (m *Manager) setHugetlb(p string, limits map[int64]int64) error {
 	}
 	return nil
 }
+
+// HugePageSizes are the host's huge page sizes in bytes.
+func (m *Manager) HugePageSizes() []int64 { return slices.Clone(m.hugePageSizes) }
