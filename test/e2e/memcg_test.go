@@ -49,11 +49,13 @@ func memcgContainerCgroup(t *testing.T, pod *v1.Pod, name string) string {
 }
 
 // The kubelet's NoSwap, the default, and memory.oom.group, on the cgroup
-// this machine has. On v1 with swap accounting (memory.memsw.*), a
-// container's memory+swap limit equals its memory limit, so it cannot
-// swap; one without a memory limit stays unlimited. On v2 every container
-// gets memory.swap.max 0 (where swap accounting exists) and
-// memory.oom.group 1.
+// this machine has. On v2 every container gets memory.swap.max 0 (where
+// swap accounting exists) and memory.oom.group 1, which berth did not
+// write before. On v1 with swap accounting (memory.memsw.*), a container's
+// memory+swap limit equals its memory limit, so it cannot swap, and one
+// without a memory limit stays unlimited: containerd's CRI plugin makes
+// memsw equal to the memory limit by itself when it is given no swap
+// limit, so on v1 this checks that the value berth now sends agrees.
 func TestMemcgNoSwapAndOOMGroup(t *testing.T) {
 	n := startNode(t)
 	sleep := `["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]`
@@ -127,6 +129,33 @@ func TestMemcgV1RefusesV2OnlySettings(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%s: berth must refuse to start with %q: %v\n%s", tc.setting, tc.want, err, memcgTail(out))
 		}
+	}
+}
+
+// failSwapOn, true by default, stops berth on a host with swap on, as it
+// stops the kubelet. The host's swap is left alone: berth runs in a mount
+// namespace of its own where /proc/swaps lists a swap file.
+func TestMemcgFailSwapOn(t *testing.T) {
+	swaps := filepath.Join(t.TempDir(), "swaps")
+	if err := os.WriteFile(swaps, []byte("Filename\tType\tSize\tUsed\tPriority\n/swapfile file 1048572 0 -2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	cgroupRoot := fmt.Sprintf("/berth-e2e-%d", time.Now().UnixNano())
+	t.Cleanup(func() { removeCgroups(t, cgroupRoot) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	script := `mount --bind "$0" /proc/swaps && exec "$@"`
+	out, err := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, swaps,
+		filepath.Join(bins, "berth"), "run",
+		"--root-dir", root, "--read-only-port", "0", "--cgroup-root", cgroupRoot,
+		"--pod-manifest-path", filepath.Join(root, "manifests"), "--pod-logs-dir", filepath.Join(root, "logs"),
+		"--cni-bridge", fmt.Sprintf("bm%08x", uint32(time.Now().UnixNano())), "--pod-cidr", "10.214.78.0/24",
+		"--pause-binary", filepath.Join(bins, "berth-pause")).CombinedOutput()
+	killLeftovers(t, root)
+	want := "failSwapOn: true: running with swap on is not supported; disable swap or set failSwapOn to false"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("berth must refuse to start with swap on: %v\n%s", err, memcgTail(out))
 	}
 }
 
