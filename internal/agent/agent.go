@@ -120,6 +120,10 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	memory, err := nodeMemory(cfg, log)
+	if err != nil {
+		return err
+	}
 	capacity, allocatable, cgroups, err := nodeResources(cfg, log)
 	if err != nil {
 		return err
@@ -195,6 +199,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		PodLogsDir:         cfg.PodLogsDir,
 		DNS:                dns,
 		NodeAllocatable:    allocatable,
+		Memory:             memory,
 		NodeHosts:          nodeHosts,
 		RuntimeName:        rt.name,
 		SeccompProfileRoot: kuberuntime.SeccompProfileRoot(cfg.RootDir),

@@ -44,6 +44,7 @@ func nodeResources(cfg *config.Config, log *slog.Logger) (capacity, allocatable 
 		EnforcePods:          r.EnforcesPods(),
 		MemoryReservePercent: r.QOSReservedMemoryPercent,
 		PodPidsLimit:         r.PodPidsLimit,
+		HugePageSizes:        w.HugePageSizes(),
 	}, log)
 	if err := h.Start(); err != nil {
 		return nil, nil, nil, fmt.Errorf("pod cgroups: %w", err)

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/admission"
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // Reasons a pod is refused for asking what berth cannot give. The API
@@ -77,9 +78,8 @@ func unsupported(pod *v1.Pod) (admission.Result, bool) {
 func unsupportedVolume(src v1.VolumeSource) (string, bool) {
 	switch {
 	case src.EmptyDir != nil:
-		// The volume manager makes disk and tmpfs emptyDirs; a huge page
-		// medium would fail its setup at every container start.
-		if m := src.EmptyDir.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory {
+		// The volume manager makes disk, tmpfs and hugetlbfs emptyDirs.
+		if m := src.EmptyDir.Medium; m != v1.StorageMediumDefault && m != v1.StorageMediumMemory && !v1helper.IsHugePageMedium(m) {
 			return fmt.Sprintf("emptyDir medium %q", m), true
 		}
 		return "", false

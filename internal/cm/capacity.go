@@ -101,6 +101,11 @@ func onlineCPUs(path string) (int, error) {
 
 // memTotal reads MemTotal, in bytes, from a meminfo file.
 func memTotal(path string) (int64, error) {
+	return meminfoField(path, "MemTotal:")
+}
+
+// meminfoField reads one "<name> <n> kB" line of a meminfo file, in bytes.
+func meminfoField(path, name string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("read memory capacity: %w", err)
@@ -109,10 +114,10 @@ func memTotal(path string) (int64, error) {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+		if len(fields) >= 2 && fields[0] == name {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("%s: MemTotal %q: %w", path, fields[1], err)
+				return 0, fmt.Errorf("%s: %s %q: %w", path, strings.TrimSuffix(name, ":"), fields[1], err)
 			}
 			return kb * 1024, nil
 		}
@@ -120,7 +125,7 @@ func memTotal(path string) (int64, error) {
 	if err := s.Err(); err != nil {
 		return 0, fmt.Errorf("read %s: %w", path, err)
 	}
-	return 0, fmt.Errorf("%s: no MemTotal line", path)
+	return 0, fmt.Errorf("%s: no %s line", path, strings.TrimSuffix(name, ":"))
 }
 
 // taskMax is the system-wide limit on tasks: every thread takes a PID and

@@ -83,3 +83,32 @@ func hugepagesCount(path string) (int64, error) {
 	}
 	return n, nil
 }
+
+// HugePageLimits sums the hugepages-<size> entries of a resource list by
+// page size, in bytes (the kubelet's HugePageLimits). A name whose size
+// does not parse is left out, as the kubelet leaves it; API validation
+// refuses such names before they get here.
+func HugePageLimits(list v1.ResourceList) map[int64]int64 {
+	out := map[int64]int64{}
+	for name, q := range list {
+		size, ok := HugePageSize(name)
+		if !ok {
+			continue
+		}
+		out[size] += q.Value()
+	}
+	return out
+}
+
+// HugePageSize is the page size, in bytes, of a hugepages-<size> resource.
+func HugePageSize(name v1.ResourceName) (int64, bool) {
+	s, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+	if !ok {
+		return 0, false
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() <= 0 {
+		return 0, false
+	}
+	return q.Value(), true
+}

@@ -23,19 +23,24 @@ import (
 //     limits;
 //   - a BestEffort pod gets only cpu.shares = 2.
 //
-// pidsLimit > 0 becomes the pod's pids.max, whatever its class.
+// pidsLimit > 0 becomes the pod's pids.max, whatever its class. The pod's
+// huge page requests are its hugetlb limits; sizes it does not ask for are
+// limited to 0.
 func PodResourceConfig(pod *v1.Pod, pidsLimit int64) ResourceConfig {
 	pod = withDefaultRequests(pod)
 	var rc ResourceConfig
 	if pidsLimit > 0 {
 		rc.PidsLimit = ptr.To(pidsLimit)
 	}
+	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	// Huge page requests equal their limits (API validation), so the
+	// kubelet takes the pod's limit from its requests, whatever its class.
+	rc.HugePageLimit = HugePageLimits(requests)
 	class := qos.PodQOSClass(pod)
 	if class == v1.PodQOSBestEffort {
 		rc.CPUShares = ptr.To(uint64(MinShares))
 		return rc
 	}
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	rc.CPUShares = ptr.To(MilliCPUToShares(requests.Cpu().MilliValue()))
 	if class == v1.PodQOSGuaranteed || limitDeclared(pod, v1.ResourceCPU) {

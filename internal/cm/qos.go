@@ -73,12 +73,16 @@ func QOSConfigs(pods []*v1.Pod, allocatableMemory int64, memoryReservePercent *i
 // enforceNodeAllocatable contains "pods" (enforcePods), the memory limit and
 // pids.max are allocatable's memory and pids (unset if it has none);
 // otherwise both are unlimited, which the kubelet spells as the whole
-// machine's capacity.
+// machine's capacity. Each huge page size is limited to the pages the node
+// has of it (getCgroupConfig's HugePageLimits).
 func KubepodsConfig(allocatable v1.ResourceList, enforcePods bool) ResourceConfig {
 	var rc ResourceConfig
 	if q, ok := allocatable[v1.ResourceCPU]; ok {
 		rc.CPUShares = ptr.To(MilliCPUToShares(q.MilliValue()))
 	}
+	// The huge pages are the node's in either case: no reservation can
+	// take any of them.
+	rc.HugePageLimit = HugePageLimits(allocatable)
 	if !enforcePods {
 		rc.Memory = ptr.To(int64(-1))
 		rc.PidsLimit = ptr.To(int64(-1))
@@ -91,4 +95,18 @@ func KubepodsConfig(allocatable v1.ResourceList, enforcePods bool) ResourceConfi
 		rc.PidsLimit = ptr.To(q.Value())
 	}
 	return rc
+}
+
+// hugePagesUnbounded is the hugetlb limit of the QoS cgroups, 1<<62 as the
+// kubelet writes it: pods are bounded by their own cgroups and kubepods.
+const hugePagesUnbounded = int64(1) << 62
+
+// QOSHugePageLimits are the QoS cgroups' hugetlb limits: unbounded for
+// every page size the host has (the kubelet's setHugePagesUnbounded).
+func QOSHugePageLimits(pageSizes []int64) map[int64]int64 {
+	out := make(map[int64]int64, len(pageSizes))
+	for _, size := range pageSizes {
+		out[size] = hugePagesUnbounded
+	}
+	return out
 }

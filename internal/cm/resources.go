@@ -35,6 +35,12 @@ type ResourceConfig struct {
 	Memory *int64
 	// PidsLimit is pids.max; -1 is unlimited.
 	PidsLimit *int64
+	// HugePageLimit maps a huge page size to its hugetlb limit, both in
+	// bytes. Nil leaves hugetlb alone; otherwise every page size the host
+	// has and the map leaves out is limited to 0, as the kubelet's cgroup
+	// manager does (maybeSetHugetlb). A host without the hugetlb
+	// controller gets none of it: for the kubelet, hugetlb is optional.
+	HugePageLimit map[int64]int64
 }
 
 // MilliCPUToShares converts a CPU request in millicores to cpu.shares. No

@@ -98,6 +98,8 @@ type Config struct {
 	Images Images
 	// Eviction is when node resources are reclaimed and pods evicted.
 	Eviction Eviction
+	// Memory is how swap and out-of-memory kills are handled.
+	Memory Memory
 	// ContainerGC is how dead containers are collected.
 	ContainerGC ContainerGC
 	// Serving is the secure API.
@@ -222,6 +224,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Resources.validate()...)
 	errs = append(errs, c.Images.validate()...)
 	errs = append(errs, c.Eviction.validate()...)
+	errs = append(errs, c.Memory.validate()...)
 	errs = append(errs, c.ContainerGC.validate()...)
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateCluster()...)

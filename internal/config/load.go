@@ -65,6 +65,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		Resources:          defaultResources(),
 		Images:             defaultImages(),
 		Eviction:           defaultEviction(),
+		Memory:             defaultMemory(),
 		ContainerGC:        defaultContainerGC(),
 		Cluster:            defaultCluster(),
 	}
@@ -79,6 +80,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		applyFile(cfg, kf)
 		applyImagesFile(&cfg.Images, kf.config, kf.set)
 		applyEvictionFile(&cfg.Eviction, kf.config, kf.set)
+		applyMemoryFile(&cfg.Memory, kf.config)
 		applyClusterFile(&cfg.Cluster, kf.config, kf.set)
 		portSet = kf.set["port"]
 		fileErrs := append(applyResourcesFile(&cfg.Resources, kf.config, kf.set),
@@ -130,7 +132,8 @@ func honoured(field string) bool {
 		"serializeImagePulls", "maxParallelImagePulls",
 		"registerNode", "registerWithTaints", "providerID", "nodeStatusUpdateFrequency",
 		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization",
-		"allowedUnsafeSysctls":
+		"allowedUnsafeSysctls",
+		"failSwapOn", "memorySwap", "singleProcessOOMKill":
 		return true
 	}
 	return false
@@ -354,4 +357,5 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.PodPidsLimit = &r.PodPidsLimit
 	writeBackImages(kc, cfg.Images)
 	writeBackEviction(kc, cfg.Eviction)
+	writeBackMemory(kc, cfg.Memory)
 }

@@ -85,6 +85,7 @@ func TestLoadDefaults(t *testing.T) {
 			MonitoringInterval:       10 * time.Second,
 		},
 		ContainerGC: ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
+		Memory:      Memory{FailSwapOn: true},
 		Cluster: Cluster{RegisterNode: true, NodeStatusUpdateFrequency: 10 * time.Second,
 			NodeStatusReportFrequency: 5 * time.Minute, NodeLeaseDurationSeconds: 40},
 		// Standalone: no webhooks, every authenticated caller allowed.

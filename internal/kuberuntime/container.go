@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/devicemanager"
 
+	"github.com/berth-dev/berth/internal/cm"
 	"github.com/berth-dev/berth/internal/expansion"
 )
 
@@ -65,6 +66,9 @@ type ContainerOptions struct {
 	// containers.
 	NodeAllocatable    v1.ResourceList
 	NodeMemoryCapacity int64
+	// Memory is the node's memory policy: memory.oom.group, swap and the
+	// huge page sizes the container gets limits for.
+	Memory cm.MemoryPolicy
 
 	// SeccompProfileRoot is the absolute directory Localhost seccomp
 	// profiles are relative to, SeccompProfileRoot(root dir) as for the
@@ -103,7 +107,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
-	resources, err := containerResources(pod, c, opts.NodeMemoryCapacity)
+	resources, err := containerResources(pod, c, opts.NodeMemoryCapacity, opts.Memory)
 	if err != nil {
 		return nil, err
 	}

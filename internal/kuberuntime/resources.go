@@ -14,8 +14,8 @@ import (
 // kubelet's calculateLinuxResources does: shares from the CPU request (from the
 // limit if only that is set), quota from the CPU limit over the standard
 // 100ms period, the memory limit, and the OOM score adjustment of the pod's
-// QoS class.
-func containerResources(pod *v1.Pod, c *v1.Container, memoryCapacity int64) (*runtimeapi.LinuxContainerResources, error) {
+// QoS class; then the node's memory policy (applyMemoryPolicy).
+func containerResources(pod *v1.Pod, c *v1.Container, memoryCapacity int64, memory cm.MemoryPolicy) (*runtimeapi.LinuxContainerResources, error) {
 	cpuRequest := c.Resources.Requests.Cpu()
 	cpuLimit := c.Resources.Limits.Cpu()
 	r := &runtimeapi.LinuxContainerResources{
@@ -35,6 +35,7 @@ func containerResources(pod *v1.Pod, c *v1.Container, memoryCapacity int64) (*ru
 		return nil, err
 	}
 	r.OomScoreAdj = int64(oom)
+	applyMemoryPolicy(r, pod, c, memory)
 	return r, nil
 }
 

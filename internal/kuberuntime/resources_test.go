@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/cm"
 )
 
 const gi = int64(1) << 30
@@ -43,7 +45,7 @@ func TestContainerResources(t *testing.T) {
 				regular = append(regular, v1.ResourceRequirements{})
 			}
 			pod := podWith(nil, regular)
-			got, err := containerResources(pod, &pod.Spec.Containers[0], tt.capacity)
+			got, err := containerResources(pod, &pod.Spec.Containers[0], tt.capacity, cm.MemoryPolicy{})
 			if tt.wantErr {
 				if err == nil {
 					t.Fatal("want an error")

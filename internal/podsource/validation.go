@@ -43,6 +43,7 @@ func Validate(pod *v1.Pod) field.ErrorList {
 
 func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	volumes, errs := validateVolumes(spec.Volumes, fldPath.Child("volumes"))
+	errs = append(errs, validateHugePageVolumes(spec, fldPath.Child("volumes"))...)
 	errs = append(errs, validateContainers(spec, volumes, fldPath)...)
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNS(spec, fldPath)...)

@@ -273,6 +273,7 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		ImageRef:           imageRef,
 		NodeAllocatable:    d.NodeAllocatable,
 		NodeMemoryCapacity: d.NodeAllocatable.Memory().Value(),
+		Memory:             d.Memory,
 		SeccompProfileRoot: d.SeccompProfileRoot,
 		TargetContainerID:  targetID,
 	}

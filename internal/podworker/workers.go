@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/cm"
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/podobjects"
 	"github.com/berth-dev/berth/internal/prober/probe"
@@ -131,6 +132,8 @@ type Deps struct {
 	// NodeAllocatable backs the downward API when a container sets no limit,
 	// and its memory sizes the OOM score of burstable containers.
 	NodeAllocatable v1.ResourceList
+	// Memory is the node's memory policy (oom group, swap, huge pages).
+	Memory cm.MemoryPolicy
 	// NodeHosts is the node's /etc/hosts, the base of host-network pods' one.
 	NodeHosts []byte
 	// RuntimeName prefixes container IDs in the API status ("containerd").

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // emptyDirPerm is the mode of an emptyDir, as the kubelet makes it: any user
@@ -17,7 +19,7 @@ import (
 const emptyDirPerm os.FileMode = 0o777
 
 // setupEmptyDir makes the pod's emptyDir volume name, on a tmpfs for the
-// Memory medium, as the kubelet's emptyDir SetUpAt does. A volume set up for
+// Memory medium and a hugetlbfs for the HugePages ones, as the kubelet's emptyDir SetUpAt does. A volume set up for
 // the first time (no ready marker, or its directory or tmpfs gone) is then
 // given to the pod's fsGroup; one already set up is left alone, so that the
 // group of files the pod wrote since is kept across container restarts.
@@ -40,7 +42,14 @@ func (m *Manager) setupEmptyDir(pod *v1.Pod, name string, src *v1.EmptyDirVolume
 		}
 		fresh = fresh || mounted
 	default:
-		return "", fmt.Errorf("emptyDir: medium %q is not supported", src.Medium)
+		if !v1helper.IsHugePageMedium(src.Medium) {
+			return "", fmt.Errorf("emptyDir: medium %q is not supported", src.Medium)
+		}
+		mounted, err := m.setupHugetlbfs(pod, name, dir, src.Medium)
+		if err != nil {
+			return "", fmt.Errorf("emptyDir: %w", err)
+		}
+		fresh = fresh || mounted
 	}
 	if fresh {
 		m.emptyDirOwnership(pod, name, dir)
@@ -89,6 +98,27 @@ func (m *Manager) markEmptyDirReady(uid types.UID, name string) {
 	if err != nil {
 		m.log.Warn("emptyDir: marking the volume ready failed", "podUID", uid, "volume", name, "err", err)
 	}
+}
+
+// setupHugetlbfs mounts a hugetlbfs of the page size the medium and the
+// pod's huge page requests call for on dir, unless something is mounted
+// there already, as the kubelet's emptyDir setupHugepages does; it reports
+// whether it mounted one now. The pod's hugetlb cgroup limit, not the
+// mount, bounds how many pages it takes.
+func (m *Manager) setupHugetlbfs(pod *v1.Pod, name, dir string, medium v1.StorageMedium) (bool, error) {
+	size, err := v1helper.HugePagesPageSize(&pod.Spec, medium)
+	if err != nil {
+		return false, err
+	}
+	mounted, err := m.mounter.IsMountPoint(dir)
+	if err != nil || mounted {
+		return false, err
+	}
+	if err := m.mounter.MountHugetlbfs(dir, size.String()); err != nil {
+		return false, err
+	}
+	m.log.Info("mounted hugetlbfs volume", "podUID", pod.UID, "volume", name, "path", dir, "pageSize", size.String())
+	return true, nil
 }
 
 // setupTmpfs mounts a tmpfs on dir unless one is already there, and reports

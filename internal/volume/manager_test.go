@@ -229,7 +229,8 @@ func TestSetupRejects(t *testing.T) {
 		{"nfs", testPod("u", v1.Volume{Name: "share", VolumeSource: v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}}),
 			`volume "share": volume source nfs is not supported`},
 		{"no source", testPod("u", v1.Volume{Name: "nothing"}), `volume "nothing": volume source (none) is not supported`},
-		{"huge pages", testPod("u", emptyDirVolume("hp", v1.StorageMediumHugePages, "")), `volume "hp": emptyDir: medium "HugePages" is not supported`},
+		{"huge pages without a request", testPod("u", emptyDirVolume("hp", v1.StorageMediumHugePages, "")),
+			`volume "hp": emptyDir: medium HugePages: hugePages storage requested, but there is no resource request for huge pages`},
 		{"bad uid", testPod("../x", emptyDirVolume("v", "", "")), `metadata.uid "../x" cannot be used as a directory name`},
 		{"empty uid", testPod("", emptyDirVolume("v", "", "")), `metadata.uid "" cannot be used`},
 		{"bad volume name", testPod("u", emptyDirVolume("..", "", "")), `name ".." cannot be used`},
@@ -260,6 +261,12 @@ type fakeMounter struct {
 func (f *fakeMounter) MountTmpfs(target string, size int64) error {
 	f.calls = append(f.calls, "mount "+target)
 	f.mounted[target] = size
+	return nil
+}
+
+func (f *fakeMounter) MountHugetlbfs(target, pageSize string) error {
+	f.calls = append(f.calls, "mount hugetlbfs pagesize="+pageSize+" "+target)
+	f.mounted[target] = 0
 	return nil
 }
 

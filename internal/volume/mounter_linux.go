@@ -24,6 +24,15 @@ func (hostMounter) MountTmpfs(target string, sizeBytes int64) error {
 	return nil
 }
 
+func (hostMounter) MountHugetlbfs(target, pageSize string) error {
+	// nodev, as the kubelet mounts it; the kernel's memparse reads "2Mi"
+	// as 2M and ignores the "i".
+	if err := unix.Mount("nodev", target, "hugetlbfs", 0, "pagesize="+pageSize); err != nil {
+		return fmt.Errorf("mounting hugetlbfs (pagesize=%s) on %s: %w", pageSize, target, err)
+	}
+	return nil
+}
+
 func (hostMounter) Unmount(target string) error {
 	if err := unix.Unmount(target, 0); err != nil {
 		return fmt.Errorf("unmounting %s: %w", target, err)

@@ -39,6 +39,8 @@ type Manager struct {
 	// controllers maps a controller (cpu, cpuset, memory, pids, ...) to the
 	// hierarchy that holds its files. A controller the host lacks is absent.
 	controllers map[string]string
+	// hugePageSizes are the host's huge page sizes in bytes.
+	hugePageSizes []int64
 }
 
 // New detects the cgroup mode under mountRoot (normally "/sys/fs/cgroup"):
@@ -47,6 +49,18 @@ type Manager struct {
 // cgroup2 mounted at mountRoot/unified beside the v1 hierarchies, is v1:
 // the controllers are all on the v1 side.
 func New(mountRoot string) (*Manager, error) {
+	m, err := detect(mountRoot)
+	if err != nil {
+		return nil, err
+	}
+	sizes, err := cm.HugePageSizes("")
+	if err != nil {
+		return nil, err
+	}
+	return m.WithHugePageSizes(sizes), nil
+}
+
+func detect(mountRoot string) (*Manager, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(mountRoot, &st); err != nil {
 		return nil, fmt.Errorf("detect cgroup mode: statfs %s: %w", mountRoot, err)
@@ -58,6 +72,18 @@ func New(mountRoot string) (*Manager, error) {
 		return NewV2(mountRoot)
 	}
 	return newV1(mountRoot, true)
+}
+
+// SwapControlFile is the file whose presence says that swap can be limited
+// per cgroup, where the kubelet looks (checkSwapControllerAvailability):
+// the root's memory.memsw.limit_in_bytes on v1; on v2, where the root has
+// no memory.swap.max, the one of the cgroup berth runs in (self, from
+// /proc/self/cgroup's "0::" line).
+func (m *Manager) SwapControlFile(self string) string {
+	if m.version == 1 {
+		return filepath.Join(m.controllers["memory"], "memory.memsw.limit_in_bytes")
+	}
+	return filepath.Join(m.root, self, "memory.swap.max")
 }
 
 // Version is 1 or 2.
@@ -98,6 +124,9 @@ func (m *Manager) update(p string, cfg cm.ResourceConfig) error {
 		err = m.updateV1(p, cfg)
 	} else {
 		err = m.updateV2(p, cfg)
+	}
+	if err == nil {
+		err = m.setHugetlb(p, cfg.HugePageLimit)
 	}
 	if err != nil {
 		return fmt.Errorf("update cgroup %s: %w", p, err)

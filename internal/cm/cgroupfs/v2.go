@@ -31,7 +31,7 @@ func NewV2(root string) (*Manager, error) {
 // containers below it need.
 func (m *Manager) createV2(p string) error {
 	var enable []string
-	for _, c := range []string{"cpu", "memory", "pids"} {
+	for _, c := range []string{"cpu", "memory", "pids", "hugetlb"} {
 		if m.controllers[c] != "" {
 			enable = append(enable, "+"+c)
 		}

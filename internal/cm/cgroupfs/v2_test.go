@@ -63,9 +63,9 @@ func TestV2CreateWritesKernelFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"/cgroup.subtree_control":                         "+cpu +memory +pids",
-		"/kubepods/cgroup.subtree_control":                "+cpu +memory +pids",
-		"/kubepods/burstable/cgroup.subtree_control":      "+cpu +memory +pids",
+		"/cgroup.subtree_control":                         "+cpu +memory +pids +hugetlb",
+		"/kubepods/cgroup.subtree_control":                "+cpu +memory +pids +hugetlb",
+		"/kubepods/burstable/cgroup.subtree_control":      "+cpu +memory +pids +hugetlb",
 		"/kubepods/burstable/podx/cgroup.subtree_control": "", // runc's to set
 		pod + "/cpu.weight":                               "39",
 		pod + "/cpu.max":                                  "50000 100000",

@@ -48,6 +48,9 @@ type Options struct {
 	MemoryReservePercent *int64
 	// PodPidsLimit is every pod cgroup's pids.max; -1 for none.
 	PodPidsLimit int64
+	// HugePageSizes are the host's huge page sizes in bytes, which the QoS
+	// cgroups leave unbounded.
+	HugePageSizes []int64
 	// Clock paces the waits for killed processes to go; nil is the real
 	// clock.
 	Clock clock.Clock
@@ -91,7 +94,12 @@ func (h *Hierarchy) Start() error {
 	}
 	for _, class := range []v1.PodQOSClass{v1.PodQOSBurstable, v1.PodQOSBestEffort} {
 		path := cm.QOSCgroup(h.kubepods, class).ToCgroupfs()
+		unbounded := cm.QOSHugePageLimits(h.opts.HugePageSizes)
 		if h.w.Exists(path) {
+			// Only hugetlb, which no pod set changes, is set at once.
+			if err := h.w.Update(path, cm.ResourceConfig{HugePageLimit: unbounded}); err != nil {
+				return fmt.Errorf("%s QoS cgroup: %w", class, err)
+			}
 			continue
 		}
 		burstable, besteffort := cm.QOSConfigs(nil, h.allocatableMemory(), h.opts.MemoryReservePercent)
@@ -99,6 +107,7 @@ func (h *Hierarchy) Start() error {
 		if class == v1.PodQOSBestEffort {
 			cfg = besteffort
 		}
+		cfg.HugePageLimit = unbounded
 		if err := h.w.Create(path, cfg); err != nil {
 			return fmt.Errorf("%s QoS cgroup: %w", class, err)
 		}

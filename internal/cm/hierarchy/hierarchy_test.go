@@ -48,8 +48,24 @@ func (f *fakeFS) Update(path string, cfg cm.ResourceConfig) error {
 		return errors.New("device or resource busy")
 	}
 	f.log = append(f.log, "update "+path)
-	f.cgroups[path] = cfg
+	// Like the cgroupfs, an update writes only the fields it sets.
+	cur := f.cgroups[path]
+	merge(&cur.CPUShares, cfg.CPUShares)
+	merge(&cur.CPUQuota, cfg.CPUQuota)
+	merge(&cur.CPUPeriod, cfg.CPUPeriod)
+	merge(&cur.Memory, cfg.Memory)
+	merge(&cur.PidsLimit, cfg.PidsLimit)
+	if cfg.HugePageLimit != nil {
+		cur.HugePageLimit = cfg.HugePageLimit
+	}
+	f.cgroups[path] = cur
 	return nil
+}
+
+func merge[T any](dst **T, src *T) {
+	if src != nil {
+		*dst = src
+	}
 }
 
 func (f *fakeFS) Destroy(path string) error {
