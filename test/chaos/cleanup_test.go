@@ -155,6 +155,9 @@ func (n *node) cleanup() {
 		}
 	}
 	n.removeNAT()
+	if t.Failed() {
+		n.keepLogs()
+	}
 	if err := os.RemoveAll(n.root); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
@@ -188,4 +191,24 @@ func (n *node) removeNAT() {
 		_ = exec.Command("iptables", "-t", "nat", "-F", c).Run()
 		_ = exec.Command("iptables", "-t", "nat", "-X", c).Run()
 	}
+}
+
+// keepLogs copies berth's and containerd's logs out of the root dir before
+// it is removed, so that a violation can be studied after the run.
+func (n *node) keepLogs() {
+	dir, err := os.MkdirTemp("", "berth-chaos-logs-")
+	if err != nil {
+		n.t.Logf("keeping the logs: %v", err)
+		return
+	}
+	for _, name := range []string{"berth.log", filepath.Join("containerd", "containerd.log")} {
+		data, err := os.ReadFile(filepath.Join(n.root, name))
+		if err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(name)), data, 0o600); err != nil {
+			n.t.Logf("keeping %s: %v", name, err)
+		}
+	}
+	n.t.Logf("the node's logs are kept in %s", dir)
 }
