@@ -345,9 +345,6 @@ func Smoke() Profile {
 	// trusted, so a device given after it was written can be given again
 	// (found by make chaos, seed 20261127, fault 121; not fixed yet).
 	p.Damages[DeviceCheckpoint] = []Damage{Truncate, Garbage, Directory}
-	// A CNI nat chain of a pod is sometimes left after kill -9 rounds
-	// (issue #19, item 9, not fixed yet): logged, not failed on.
-	p.Tolerated = []string{KindNATLeak}
 	return p
 }
 
