@@ -30,6 +30,9 @@ const (
 	DefaultGrace = runtime.DefaultCallTimeout + time.Minute
 	// passTimeout bounds one pass's reads and removals.
 	passTimeout = time.Minute
+	// quietRetry is how soon a pass after the runtime came back is tried
+	// again when the runtime did not answer yet.
+	quietRetry = 2 * time.Second
 )
 
 // Options are a Collector's network, edges and timing.
@@ -89,20 +92,41 @@ func (c *Collector) Collect(ctx context.Context, quiet bool) {
 func (c *Collector) Run(ctx context.Context) {
 	t := c.o.Clock.NewTicker(c.o.Period)
 	defer t.Stop()
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 			c.pass(ctx, false, nil)
+			continue
 		case <-c.poke:
+		case <-retry:
+		}
+		retry = nil
+		c.mu.Lock()
+		quiet := c.ready
+		c.ready = nil
+		c.mu.Unlock()
+		if !c.pass(ctx, false, quiet) && len(quiet) > 0 {
+			// The CRI client may still be reconnecting to the containerd
+			// that came back. What was held while it was down stays an
+			// orphan if unknown, however late it is looked at: sandbox IDs
+			// are never reused.
 			c.mu.Lock()
-			quiet := c.ready
-			c.ready = nil
+			c.ready = mergeInto(c.ready, quiet)
 			c.mu.Unlock()
-			c.pass(ctx, false, quiet)
+			retry = c.o.Clock.After(quietRetry)
 		}
 	}
+}
+
+func mergeInto(dst, src map[string]bool) map[string]bool {
+	if dst == nil {
+		dst = map[string]bool{}
+	}
+	maps.Copy(dst, src)
+	return dst
 }
 
 // RuntimeExited reads what the CNI state holds while the runtime is down:
@@ -130,10 +154,7 @@ func (c *Collector) RuntimeExited() {
 func (c *Collector) RuntimeRestarted() {
 	c.mu.Lock()
 	if c.down != nil {
-		if c.ready == nil {
-			c.ready = map[string]bool{}
-		}
-		maps.Copy(c.ready, c.down)
+		c.ready = mergeInto(c.ready, c.down)
 		c.down = nil
 	}
 	c.mu.Unlock()
@@ -162,19 +183,19 @@ func (c *Collector) read(ctx context.Context) (map[string]*Held, error) {
 }
 
 // pass reads the CNI state, then the runtime's sandboxes, and removes what
-// Decide picks. Nothing is removed when either read fails.
-func (c *Collector) pass(ctx context.Context, quietAll bool, quiet map[string]bool) {
+// Decide picks. Nothing is removed when either read fails (false).
+func (c *Collector) pass(ctx context.Context, quietAll bool, quiet map[string]bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, passTimeout)
 	defer cancel()
 	held, err := c.read(ctx)
 	if err != nil {
 		c.o.Log.Warn("reading the pod network state failed", "err", err)
-		return
+		return false
 	}
 	known, err := c.o.Sandboxes(ctx)
 	if err != nil {
 		c.o.Log.Warn("listing the runtime's sandboxes for the pod network GC failed", "err", err)
-		return
+		return false
 	}
 	ids := slices.Sorted(maps.Keys(held))
 	if quietAll {
@@ -200,6 +221,7 @@ func (c *Collector) pass(ctx context.Context, quietAll bool, quiet map[string]bo
 		c.o.Record(v1.EventTypeNormal, ReasonCollected,
 			fmt.Sprintf("removed the pod network state of sandbox %s, which the runtime does not know: %s", short(id), what))
 	}
+	return true
 }
 
 // remove deletes h's nat rules and chains, then its leases: an address is

@@ -206,3 +206,48 @@ func TestLeaseDir(t *testing.T) {
 		t.Errorf("a missing dir: %v, %v", l, err)
 	}
 }
+
+// A runtime that came back but does not answer yet: the pass after the
+// restart is tried again, still with what was held while it was down.
+func TestRunRetriesThePassAfterARestart(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	answering := false
+	h.c.o.Sandboxes = func(context.Context) (map[string]bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !answering {
+			return nil, errors.New("connection refused")
+		}
+		return map[string]bool{"live": true}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	h.c.RuntimeExited()
+	h.c.RuntimeRestarted()
+	// The retry timer joins the ticker once the failed pass is over.
+	waitUntil(t, func() bool { return h.clk.Waiters() == 2 })
+	mu.Lock()
+	answering = true
+	mu.Unlock()
+	h.clk.Step(quietRetry)
+	waitUntil(t, func() bool {
+		h.tables.mu.Lock()
+		defer h.tables.mu.Unlock()
+		return len(h.tables.restored) == 1
+	})
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
