@@ -293,9 +293,24 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	for _, ev := range initial {
 		loop.runtime[ev.UID] = ev
 	}
+	networkGC, err := newNetworkGC(cfg, rt, recorder.NodeEvent, log)
+	if err != nil {
+		return err
+	}
+	if networkGC != nil {
+		// No sandbox is in creation before the loop starts. A containerd
+		// berth adopted may have had one of the dead berth's in flight, but
+		// that call's context ended with its connection, which fails the
+		// creation at its next step (CNI plugin, container, task) long before
+		// this start-up got here; a creation that failed cleans up what it
+		// can itself, and what it leaves (a masquerade chain whose DEL found
+		// no interface) is exactly what this pass is for.
+		networkGC.Collect(ctx, true)
+		bg.Go(func() { networkGC.Run(ctx) })
+	}
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
-	bg.Go(func() { rt.supervise(ctx, recorder.NodeEvent) })
+	bg.Go(func() { rt.supervise(ctx, watchRestarts(networkGC, recorder.NodeEvent)) })
 	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {
 		bg.Go(func() { rt.watchEvents(ctx, relist.Trigger) })

@@ -80,10 +80,10 @@ func startRuntime(ctx context.Context, cfg *config.Config, reg prometheus.Regist
 func (h *runtimeHandle) startManaged(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	cniConfDir := filepath.Join(cfg.RootDir, "cni", "net.d")
 	err := network.WriteConfList(cniConfDir, network.Bridge{
-		Name:      "berth",
+		Name:      cniNetworkName,
 		Interface: cfg.CNIBridge,
 		PodCIDR:   cfg.PodCIDR,
-		IPAMDir:   filepath.Join(cfg.RootDir, "cni", "ipam"),
+		IPAMDir:   cniIPAMDir(cfg),
 	})
 	if err != nil {
 		return err

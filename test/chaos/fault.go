@@ -337,14 +337,13 @@ func randDuration(r *rand.Rand, max time.Duration) time.Duration {
 // down (item 2), damage to the device checkpoint (item 3), a directory in
 // place of a state file (item 4), killing the start that quarantines a
 // damaged file (item 5) and SIGTERM during start-up (item 9); later a stale
-// device checkpoint (found by make chaos, seed 20261127, fault 121).
+// device checkpoint (found by make chaos, seed 20261127, fault 121). It
+// tolerates nothing: the CNI nat chains once left after kill -9 rounds
+// (item 9) are collected now.
 func Smoke() Profile {
 	p := Full()
 	p.Name = "smoke"
 	p.MaxChurn = 2
-	// A CNI nat chain of a pod is sometimes left after kill -9 rounds
-	// (issue #19, item 9, not fixed yet): logged, not failed on.
-	p.Tolerated = []string{KindNATLeak}
 	return p
 }
 

@@ -97,7 +97,7 @@ func TestSmokeMakesEveryAttack(t *testing.T) {
 	if !smoke.KillRecovery {
 		t.Error("smoke never kills the start that meets a damaged file")
 	}
-	if !slices.Equal(smoke.Tolerated, []string{KindNATLeak}) {
+	if len(smoke.Tolerated) != 0 {
 		t.Errorf("smoke tolerates %v", smoke.Tolerated)
 	}
 }

@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/cnigc"
+	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/runtime/containerd"
+)
+
+// cniNetworkName is the CNI network of berth's managed runtime.
+const cniNetworkName = "berth"
+
+// cniIPAMDir is where host-local keeps the managed runtime's leases.
+func cniIPAMDir(cfg *config.Config) string { return filepath.Join(cfg.RootDir, "cni", "ipam") }
+
+// newNetworkGC returns the collector of the pod network state the managed
+// runtime left behind, or nil for an external runtime, whose CNI state is
+// not berth's to touch. The kubelet leaves this to the runtime
+// (containerd 2's CNI GC); berth's containerd 1.6 and plugins 1.1.1 have
+// none, so berth, which owns the network, does it.
+func newNetworkGC(cfg *config.Config, rt *runtimeHandle, record func(eventType, reason, message string),
+	log *slog.Logger) (*cnigc.Collector, error) {
+	if rt.managed == nil {
+		return nil, nil
+	}
+	cidr, err := netip.ParsePrefix(cfg.PodCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("pod CIDR %q: %w", cfg.PodCIDR, err)
+	}
+	return cnigc.New(cnigc.Options{
+		Network: cnigc.Network{Name: cniNetworkName, PodCIDR: cidr},
+		Tables:  cnigc.IPTables{},
+		Leases:  cnigc.LeaseDir(filepath.Join(cniIPAMDir(cfg), cniNetworkName)),
+		Sandboxes: func(ctx context.Context) (map[string]bool, error) {
+			sbs, err := rt.cri.ListPodSandboxes(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			known := make(map[string]bool, len(sbs))
+			for _, sb := range sbs {
+				known[sb.Id] = true
+			}
+			return known, nil
+		},
+		Clock:  clock.RealClock{},
+		Record: record,
+		Log:    log.With("component", "network-gc"),
+	}), nil
+}
+
+// watchRestarts wraps the supervisor's event recorder so that gc reads the
+// network state while containerd is down and collects once it is back.
+func watchRestarts(gc *cnigc.Collector, record containerd.RecordFunc) containerd.RecordFunc {
+	if gc == nil {
+		return record
+	}
+	return func(eventType, reason, message string) {
+		switch reason {
+		case containerd.ReasonContainerdExited:
+			gc.RuntimeExited()
+		case containerd.ReasonContainerdRestarted:
+			gc.RuntimeRestarted()
+		}
+		record(eventType, reason, message)
+	}
+}

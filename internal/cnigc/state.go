@@ -1,0 +1,156 @@
+package cnigc
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Network is the one CNI network the collector may touch: berth's network
+// name on this node's pod CIDR. Other berths on the same host (the
+// end-to-end tests run many) use the same network name on other CIDRs, so
+// the name alone does not make a rule this node's.
+type Network struct {
+	Name    string
+	PodCIDR netip.Prefix
+}
+
+// Lease is one address lease of host-local: a file named by the address
+// whose first line is the container ID.
+type Lease struct {
+	IP string
+	ID string
+}
+
+// Held is what the CNI state holds for one container ID.
+type Held struct {
+	ID string
+	// Rules are the rules carrying the ID's comment outside its own chains
+	// (the POSTROUTING jump, portmap's entry rule): deleted one by one.
+	Rules []Rule
+	// Chains are the ID's own chains that exist: flushed and deleted.
+	Chains []string
+	// Leases are the addresses host-local leased to the ID.
+	Leases []string
+}
+
+// Empty reports whether nothing is held.
+func (h *Held) Empty() bool {
+	return len(h.Rules) == 0 && len(h.Chains) == 0 && len(h.Leases) == 0
+}
+
+// Holdings returns what the nat table and the leases hold for each
+// container ID of net. A rule counts only if its comment names net and
+// every pod address in the ID's rules lies in net's pod CIDR (at least one
+// must): a rule with berth's name for an address of another node, or of
+// another network, is never the collector's. Leases come from this node's
+// own IPAM dir, so they are all its own.
+func Holdings(nat NAT, leases []Lease, net Network) map[string]*Held {
+	byID := map[string][]Rule{} // rules with the ID's comment
+	for _, r := range nat.Rules {
+		if name, id, ok := OwnerOf(r.Comment()); ok && name == net.Name {
+			byID[id] = append(byID[id], r)
+		}
+	}
+	out := map[string]*Held{}
+	get := func(id string) *Held {
+		if out[id] == nil {
+			out[id] = &Held{ID: id}
+		}
+		return out[id]
+	}
+	for id, commented := range byID {
+		own := []string{MasqChain(net.Name, id), DNATChain(net.Name, id)}
+		var inOwn []Rule
+		for _, r := range nat.Rules {
+			if slices.Contains(own, r.Chain) {
+				inOwn = append(inOwn, r)
+			}
+		}
+		if !inScope(append(slices.Clone(commented), inOwn...), net.PodCIDR) {
+			continue
+		}
+		h := get(id)
+		for _, r := range commented {
+			if !slices.Contains(own, r.Chain) {
+				h.Rules = append(h.Rules, r)
+			}
+		}
+		for _, c := range own {
+			if nat.Chains[c] {
+				h.Chains = append(h.Chains, c)
+			}
+		}
+	}
+	for _, l := range leases {
+		h := get(l.ID)
+		h.Leases = append(h.Leases, l.IP)
+	}
+	return out
+}
+
+// inScope reports whether the pod addresses the rules name all lie in cidr,
+// and there is one at least. A pod address is a source (the masquerade
+// jump's -s, portmap's hairpin -s), a DNAT destination, or the subnet of
+// the masquerade chain's ACCEPT (-d with a prefix shorter than a host's).
+// Negated matches (! -d 224.0.0.0/4), loopback (portmap's -s 127.0.0.1)
+// and host addresses after -d (portmap's hostIP) are not pod addresses.
+func inScope(rules []Rule, cidr netip.Prefix) bool {
+	found := false
+	for _, r := range rules {
+		for i := 0; i+1 < len(r.Args); i++ {
+			if i > 0 && r.Args[i-1] == "!" {
+				continue
+			}
+			v := r.Args[i+1]
+			var ok, counts bool
+			switch r.Args[i] {
+			case "-s", "--source":
+				p, err := parsePrefix(v)
+				counts = err == nil && !p.Addr().IsLoopback()
+				ok = counts && p.Bits() >= cidr.Bits() && cidr.Contains(p.Addr())
+			case "-d", "--destination":
+				p, err := parsePrefix(v)
+				counts = err == nil && p.Bits() < p.Addr().BitLen()
+				ok = counts && p.Masked() == cidr.Masked()
+			case "--to-destination":
+				a, err := destinationAddr(v)
+				counts = true
+				ok = err == nil && cidr.Contains(a)
+			}
+			if counts && !ok {
+				return false
+			}
+			found = found || counts
+		}
+	}
+	return found
+}
+
+// parsePrefix reads an address with or without a prefix length.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		return netip.ParsePrefix(s)
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// destinationAddr reads the address of a DNAT --to-destination: addr,
+// addr:port or [addr]:port, a port range allowed.
+func destinationAddr(s string) (netip.Addr, error) {
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return netip.ParseAddr(s) // the error names s
+		}
+		return netip.ParseAddr(s[1:end])
+	}
+	if host, _, ok := strings.Cut(s, ":"); ok && strings.Count(s, ":") == 1 {
+		s = host
+	}
+	return netip.ParseAddr(s)
+}
