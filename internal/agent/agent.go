@@ -310,6 +310,9 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
+	if reap := rt.shimReaper(clk, log); reap != nil {
+		bg.Go(func() { reap(ctx) })
+	}
 	bg.Go(func() { rt.supervise(ctx, watchRestarts(networkGC, recorder.NodeEvent)) })
 	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {

@@ -135,6 +135,18 @@ func (h *runtimeHandle) stop(log *slog.Logger) {
 	}
 }
 
+// shimReaper returns the loop that kills the shims the managed containerd
+// forgets while it runs (containerd.ReapShims), or nil without a managed
+// runtime. It reads the address at once, before supervise owns h.managed;
+// the address outlives restarts.
+func (h *runtimeHandle) shimReaper(clk clock.WithTicker, log *slog.Logger) func(context.Context) {
+	if h.managed == nil {
+		return nil
+	}
+	address := h.managed.Address()
+	return func(ctx context.Context) { containerd.ReapShims(ctx, address, clk, log) }
+}
+
 // supervise keeps the managed containerd running, whether berth started or
 // adopted it, until ctx is done (containerd.Supervise); each exit and
 // restart is a node event. The CRI connection and the event stream

@@ -24,6 +24,53 @@ import (
 // deleted).
 func TestForgottenShimIsReaped(t *testing.T) {
 	n := startNode(t)
+	sandbox, shim := forgottenShimPod(t, n)
+
+	n.kill9()
+	n.removeManifest("web.yaml")
+	forgetContainer(t, n, sandbox)
+	n.stopContainerd()
+	if !alive(shim) {
+		t.Fatalf("the shim (pid %d) died with containerd: nothing to test", shim)
+	}
+
+	n.start()
+	waitFor(t, 30*time.Second, "the forgotten shim killed", func() (bool, string) {
+		return !alive(shim), fmt.Sprintf("pid %d alive", shim)
+	})
+	if log, _ := os.ReadFile(filepath.Join(n.root, "berth.log")); !strings.Contains(string(log), "killed a shim containerd no longer knows") {
+		t.Errorf("berth's log does not say it killed the shim")
+	}
+}
+
+// A shim containerd forgets while berth runs (its sandbox removed through
+// the CRI before its task was recorded: containerd killed amid the
+// sandbox's creation, then restarted) is killed when berth stops, at the
+// latest. berth before this fix left it (make chaos, seed
+// 1795783084975723460).
+func TestShimForgottenWhileRunningIsReapedAtStop(t *testing.T) {
+	n := startNode(t)
+	sandbox, shim := forgottenShimPod(t, n)
+	n.removeManifest("web.yaml")
+	// Forgotten before berth stops the pod: berth's removal then finds no
+	// sandbox, as the CRI reports after such a restart.
+	forgetContainer(t, n, sandbox)
+	waitFor(t, 60*time.Second, "web gone", func() (bool, string) {
+		return n.pod("web") == nil, "still listed"
+	})
+	if !alive(shim) {
+		t.Fatalf("the shim (pid %d) is gone already: nothing to test", shim)
+	}
+	n.stop()
+	if alive(shim) {
+		t.Errorf("the forgotten shim (pid %d) outlived berth's clean stop", shim)
+	}
+	n.start() // the cleanup goes through the containerd of a running berth
+}
+
+// forgottenShimPod runs a pod and returns its sandbox's ID and shim.
+func forgottenShimPod(t *testing.T, n *node) (sandbox string, shim int) {
+	t.Helper()
 	n.writeManifest("web.yaml", fmt.Sprintf(`
 apiVersion: v1
 kind: Pod
@@ -39,13 +86,18 @@ spec:
 	if len(sbs) != 1 {
 		t.Fatalf("sandboxes of web: %d", len(sbs))
 	}
-	shim := shimOf(t, sbs[0].Id)
+	shim = shimOf(t, sbs[0].Id)
 	if shim == 0 {
 		t.Fatalf("no shim runs for sandbox %s", sbs[0].Id)
 	}
+	return sbs[0].Id, shim
+}
 
-	n.kill9()
-	n.removeManifest("web.yaml")
+// forgetContainer deletes containerd's record of a container under its
+// running task, as a containerd killed amid its creation or removal leaves
+// it.
+func forgetContainer(t *testing.T, n *node, id string) {
+	t.Helper()
 	socket := filepath.Join(n.root, "containerd", "containerd.sock")
 	c, err := client.New(socket)
 	if err != nil {
@@ -55,22 +107,10 @@ spec:
 	defer cancel()
 	// The metadata service, not Container.Delete, which refuses a container
 	// whose task runs.
-	if err := c.ContainerService().Delete(ctx, sbs[0].Id); err != nil {
+	if err := c.ContainerService().Delete(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	n.stopContainerd()
-	if !alive(shim) {
-		t.Fatalf("the shim (pid %d) died with containerd: nothing to test", shim)
-	}
-
-	n.start()
-	waitFor(t, 30*time.Second, "the forgotten shim killed", func() (bool, string) {
-		return !alive(shim), fmt.Sprintf("pid %d alive", shim)
-	})
-	if log, _ := os.ReadFile(filepath.Join(n.root, "berth.log")); !strings.Contains(string(log), "killed a shim containerd no longer knows") {
-		t.Errorf("berth's log does not say it killed the shim")
-	}
 }
 
 // shimOf returns the pid of the shim started for id, or 0.

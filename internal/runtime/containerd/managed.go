@@ -154,15 +154,15 @@ func Start(ctx context.Context, o Options) (*Managed, error) {
 	if err != nil {
 		return nil, err
 	}
-	reaped, err := m.reapOrphanShims(ctx)
-	if err != nil {
-		// The shims are left for the next start; the runtime works.
-		m.log.Warn("looking for shims containerd forgot", "err", err)
-	}
-	for _, s := range reaped {
-		m.log.Warn("killed a shim containerd no longer knows, and what it ran", "pid", s.pid, "id", s.id, "namespace", s.namespace)
-	}
+	m.reapAndLog(ctx)
 	return m, nil
+}
+
+// reapAndLog kills the shims containerd forgot and logs them, once
+// containerd answers and before berth makes any call to it: no sandbox can
+// be in creation. One it could not look for is left for the next time.
+func (m *Managed) reapAndLog(ctx context.Context) {
+	m.killForgotten(m.forgottenShims(ctx))
 }
 
 // Address is the path of containerd's gRPC socket (containerd API and CRI).
@@ -197,11 +197,38 @@ func (m *Managed) Done() <-chan struct{} { return m.exited }
 func (m *Managed) Stop(ctx context.Context) error {
 	switch {
 	case m.startedByUs:
-		m.stopOnce.Do(func() { m.stopErr = errors.Join(m.stop(ctx), m.removeFiles()) })
+		m.stopOnce.Do(func() {
+			forgotten := m.forgottenShims(ctx)
+			m.stopErr = errors.Join(m.stop(ctx), m.removeFiles())
+			m.killForgotten(forgotten)
+		})
 	case m.ident.PID > 0:
-		m.stopOnce.Do(func() { m.stopErr = errors.Join(m.stopAdopted(ctx), m.removeFiles()) })
+		m.stopOnce.Do(func() {
+			forgotten := m.forgottenShims(ctx)
+			m.stopErr = errors.Join(m.stopAdopted(ctx), m.removeFiles())
+			m.killForgotten(forgotten)
+		})
 	}
 	return m.stopErr
+}
+
+// forgottenShims lists, as containerd is about to stop, the shims it no
+// longer knows: berth's calls are over, so none is a sandbox in creation,
+// and each would outlive containerd for good. They are killed once it has
+// stopped, when it can no longer start cleaning up after them.
+func (m *Managed) forgottenShims(ctx context.Context) []shimProcess {
+	shims, err := findOrphanShims(ctx, m.layout.Socket)
+	if err != nil {
+		m.log.Warn("looking for shims containerd forgot", "err", err)
+	}
+	return shims
+}
+
+func (m *Managed) killForgotten(shims []shimProcess) {
+	killShims(shims)
+	for _, s := range shims {
+		m.log.Warn("killed a shim containerd no longer knows, and what it ran", "pid", s.pid, "id", s.id, "namespace", s.namespace)
+	}
 }
 
 func (m *Managed) stop(ctx context.Context) error {

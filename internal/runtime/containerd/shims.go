@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
 )
 
 // reapTimeout bounds listing containerd's containers to find orphaned shims.
@@ -63,15 +65,14 @@ func orphanShims(shims []shimProcess, known map[string]sets.Set[string]) []shimP
 	return out
 }
 
-// reapOrphanShims kills the shims of this containerd that it no longer
-// knows, with their children (what was left of a container), and returns
-// them. It runs once containerd answers, before berth makes any call to it.
-func (m *Managed) reapOrphanShims(ctx context.Context) ([]shimProcess, error) {
-	shims := shimsOf(m.layout.Socket)
+// findOrphanShims lists the shims of the containerd at address that it no
+// longer knows.
+func findOrphanShims(ctx context.Context, address string) ([]shimProcess, error) {
+	shims := shimsOf(address)
 	if len(shims) == 0 {
 		return nil, nil
 	}
-	c, err := newClient(m.layout.Socket)
+	c, err := newClient(address)
 	if err != nil {
 		return nil, err
 	}
@@ -93,14 +94,64 @@ func (m *Managed) reapOrphanShims(ctx context.Context) ([]shimProcess, error) {
 		}
 		known[s.namespace] = ids
 	}
-	orphans := orphanShims(shims, known)
-	for _, s := range orphans {
+	return orphanShims(shims, known), nil
+}
+
+// killShims kills each shim after its children.
+func killShims(shims []shimProcess) {
+	for _, s := range shims {
 		for _, child := range childrenOf(s.pid) {
 			_ = syscall.Kill(child, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(s.pid, syscall.SIGKILL)
 	}
-	return orphans, nil
+}
+
+// ShimReapPeriod is how often ReapShims looks for forgotten shims.
+const ShimReapPeriod = time.Minute
+
+// ReapShims kills, until ctx ends, the shims of the containerd at address
+// that it forgot while it ran: a shim whose sandbox was removed through
+// the CRI although its task was never recorded (containerd killed between
+// starting the shim and recording the task, then restarted). The start and
+// the stop of the managed containerd catch the others at once; here, with
+// sandboxes being created, a shim is killed only when it was already
+// forgotten a whole period earlier, which no shim in use ever is, and one
+// that a removal is shutting down is gone within milliseconds.
+func ReapShims(ctx context.Context, address string, clk clock.WithTicker, log *slog.Logger) {
+	t := clk.NewTicker(ShimReapPeriod)
+	defer t.Stop()
+	var suspects []shimProcess
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		orphans, err := findOrphanShims(ctx, address)
+		if err != nil {
+			log.Warn("looking for shims containerd forgot", "err", err)
+			continue
+		}
+		confirmed := stillOrphans(suspects, orphans)
+		killShims(confirmed)
+		for _, s := range confirmed {
+			log.Warn("killed a shim containerd no longer knows, and what it ran", "pid", s.pid, "id", s.id, "namespace", s.namespace)
+		}
+		suspects = orphans
+	}
+}
+
+// stillOrphans returns the shims of now that were orphans in the previous
+// pass too: the same process (pid) for the same task.
+func stillOrphans(before, now []shimProcess) []shimProcess {
+	var out []shimProcess
+	for _, s := range now {
+		if slices.Contains(before, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // shimsOf lists the shim processes serving the containerd at address.

@@ -48,3 +48,23 @@ func TestOrphanShims(t *testing.T) {
 		t.Errorf("no shims: %+v", got)
 	}
 }
+
+func TestStillOrphans(t *testing.T) {
+	a := shimProcess{pid: 10, id: "a", namespace: "k8s.io"}
+	b := shimProcess{pid: 11, id: "b", namespace: "k8s.io"}
+	aReused := shimProcess{pid: 10, id: "other", namespace: "k8s.io"}
+	for _, tc := range []struct {
+		name        string
+		before, now []shimProcess
+		want        []shimProcess
+	}{
+		{"first pass: suspects only", nil, []shimProcess{a}, nil},
+		{"forgotten in two passes", []shimProcess{a, b}, []shimProcess{a}, []shimProcess{a}},
+		{"known again, or gone", []shimProcess{a}, []shimProcess{b}, nil},
+		{"the pid now runs another shim", []shimProcess{a}, []shimProcess{aReused}, nil},
+	} {
+		if got := stillOrphans(tc.before, tc.now); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: stillOrphans = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
