@@ -25,7 +25,7 @@ func TestPlanRotation(t *testing.T) {
 			want: rotation{rotated: "/logs/pod/app/" + stamp}},
 		{name: "the previous rotated file is compressed", size: 150,
 			siblings: []string{"0.log", "0.log.20261127-120000"},
-			want: rotation{compress: []string{"/logs/pod/app/0.log.20261127-120000"}, rotated: "/logs/pod/app/" + stamp}},
+			want:     rotation{compress: []string{"/logs/pod/app/0.log.20261127-120000"}, rotated: "/logs/pod/app/" + stamp}},
 		{name: "MaxFiles-2 rotated files are kept, the oldest removed", size: 100,
 			siblings: []string{"0.log", "0.log.20261127-120300", "0.log.20261127-120000.gz", "0.log.20261127-120100.gz", "0.log.20261127-120200.gz"},
 			want: rotation{
