@@ -347,6 +347,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	})
 	bg.Go(func() { imageGC.Run(ctx) })
 	bg.Go(func() { containerGC.Run(ctx) })
+	bg.Go(func() { newLogRotator(cfg, rt.cri, clk, log).Run(ctx) })
 	bg.Go(func() { evictions.Run(ctx) })
 	bg.Go(func() {
 		sock := filepath.Join(cfg.PodResourcesDir, podresources.SocketName)
