@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -21,9 +23,9 @@ const pollInterval = 500 * time.Millisecond
 
 // Options say what Copy writes.
 type Options struct {
-	// Follow keeps copying what is appended to the file until Stop says the
-	// container has exited, the file is rotated or removed, or the context
-	// ends.
+	// Follow keeps copying what is appended to the file, and to the new
+	// file at its path once it is rotated, until Stop says the container
+	// has exited or the context ends.
 	Follow bool
 	// Timestamps prefixes each line with the time the runtime recorded.
 	Timestamps bool
@@ -51,8 +53,7 @@ type Options struct {
 // in the CRI format (the runtime cut it short on a full disk, say) is left
 // out and logged, as the kubelet's ReadLogs does: it is no output of the
 // container's, and a cut timestamp is no line to show. When following, a cancelled ctx
-// ends the copy with ctx's error; a rotated or removed file ends it cleanly,
-// since what comes next belongs to a file this reader did not open.
+// ends the copy with ctx's error.
 func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -123,11 +124,15 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// follow copies until the container exits, the file goes away or ctx ends.
-// File events wake it as soon as something is written. The ticker covers
-// what writes nothing (the container exiting, the file being removed) and
-// inotify being unavailable; Stop is asked only then, so that a chatty
-// container does not cost a runtime call per write.
+// follow copies until the container exits or ctx ends. File events wake it
+// as soon as something is written. The ticker covers what writes nothing
+// (the container exiting) and inotify being unavailable; Stop is asked only
+// then, so that a chatty container does not cost a runtime call per write.
+//
+// A rotation renames the file away and the runtime opens a new one at the
+// same path: as the kubelet's ReadLogs does, the directory is watched, the
+// old file is read to its end and the copy goes on in the new one. A file
+// removed and not created again is followed until the container exits.
 func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 	clk := opts.Clock
 	if clk == nil {
@@ -140,11 +145,29 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 	var watchErrs <-chan error
 	if watcher, err := fsnotify.NewWatcher(); err == nil {
 		defer watcher.Close()
-		if watcher.Add(c.path) == nil {
+		if watcher.Add(filepath.Dir(c.path)) == nil {
 			events, watchErrs = watcher.Events, watcher.Errors
 		}
 	}
 	stopped := func() bool { return opts.Stop != nil && opts.Stop() }
+	watched := filepath.Clean(c.path) // as the events name it
+	current := f
+	defer func() {
+		if current != f {
+			current.Close()
+		}
+	}()
+	// switchTo goes on in the file now at the path if it is a new one.
+	switchTo := func() error {
+		next, err := c.reopened(current)
+		if next != nil {
+			if current != f {
+				current.Close()
+			}
+			current = next
+		}
+		return err
+	}
 
 	if err := c.copyAvailable(); err != nil {
 		return err
@@ -154,6 +177,9 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 		return c.drain()
 	}
 	for {
+		// Whether the path may name a new file: a cheap event says so, or
+		// the tick, when inotify is unavailable.
+		moved := false
 		select {
 		case <-ctx.Done():
 			if err := c.out.Flush(); err != nil {
@@ -165,9 +191,10 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 				events = nil
 				continue
 			}
-			if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
-				return c.drain()
+			if ev.Name != watched {
+				continue // another container's log, or a rotated file
 			}
+			moved = ev.Has(fsnotify.Create)
 		case _, ok := <-watchErrs:
 			if !ok {
 				watchErrs = nil
@@ -175,16 +202,51 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 			// A watch error (an overflowed queue) loses nothing: the file
 			// is read again below and on every tick.
 		case <-ticker.C():
+			moved = true
 			// Once the container is gone, the file is complete: whatever it
-			// wrote before exiting is copied, then the copy ends.
-			if stopped() || !sameFile(f, c.path) {
+			// wrote before exiting is copied (from a new file too, if it was
+			// rotated just before), then the copy ends.
+			if stopped() {
+				if err := switchTo(); err != nil {
+					return err
+				}
 				return c.drain()
 			}
 		}
 		if err := c.copyAvailable(); err != nil {
 			return err
 		}
+		if moved {
+			if err := switchTo(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// reopened returns the file now at c.path when it is not open (the log was
+// rotated and the runtime opened a new one), having copied the rest of the
+// open one; nil when there is none yet.
+func (c *copier) reopened(open *os.File) (*os.File, error) {
+	if sameFile(open, c.path) {
+		return nil, nil
+	}
+	next, err := os.Open(c.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // renamed away, not reopened yet; or removed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reopening %s after a rotation: %w", c.path, err)
+	}
+	// What the runtime wrote to the old file before switching is all
+	// there is of it; a line it left unfinished is not continued.
+	if err := c.drain(); err != nil {
+		next.Close()
+		return nil, err
+	}
+	c.in.Reset(next)
+	c.lineStart = true
+	return next, nil
 }
 
 // sameFile reports whether path still names the open file.
