@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -61,14 +62,17 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	}
 	defer f.Close()
 
+	// Lines still wanted from the rotated file before this one; -1 for all.
+	fromPrevious := -1
 	if opts.TailLines >= 0 {
-		offset, err := tailOffset(f, opts.TailLines)
+		offset, found, err := tailOffset(f, opts.TailLines)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
+		fromPrevious = opts.TailLines - found
 	}
 
 	if opts.LimitBytes > 0 {
@@ -78,24 +82,92 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &copier{
-		path:       path,
-		log:        log,
-		in:         bufio.NewReaderSize(f, 64<<10),
-		out:        bufio.NewWriterSize(w, 32<<10),
-		timestamps: opts.Timestamps,
-		since:      opts.Since,
-		lineStart:  true,
+	out := bufio.NewWriterSize(w, 32<<10)
+	newCopier := func(path string, r io.Reader) *copier {
+		return &copier{
+			path:       path,
+			log:        log,
+			in:         bufio.NewReaderSize(r, 64<<10),
+			out:        out,
+			timestamps: opts.Timestamps,
+			since:      opts.Since,
+			lineStart:  true,
+		}
 	}
-	if !opts.Follow {
-		err = c.drain()
-	} else {
-		err = c.follow(ctx, f, opts)
+	err = copyPrevious(path, fromPrevious, newCopier)
+	if err == nil {
+		c := newCopier(path, f)
+		if !opts.Follow {
+			err = c.drain()
+		} else {
+			err = c.follow(ctx, f, opts)
+		}
 	}
 	if errors.Is(err, errLimitReached) {
 		return nil // all that was asked for is written
 	}
 	return err
+}
+
+// copyPrevious copies the last n lines (all for -1; none for 0) of the
+// newest rotated log of path that is not compressed yet, if there is one.
+//
+// berth differs from the kubelet on purpose here: the kubelet reads only the
+// current file, so just after a rotation `kubectl logs` shows next to
+// nothing. Reading the rotated file too (the one the rotator leaves
+// uncompressed, as the kubelet's does) shows the container's latest lines
+// whenever the file was rotated.
+func copyPrevious(path string, n int, newCopier func(string, io.Reader) *copier) error {
+	if n == 0 {
+		return nil
+	}
+	prev := previousLog(path)
+	if prev == "" {
+		return nil
+	}
+	f, err := os.Open(prev)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // compressed or removed since it was listed
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", prev, err)
+	}
+	defer f.Close()
+	if n > 0 {
+		offset, _, err := tailOffset(f, n)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", prev, err)
+		}
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return fmt.Errorf("reading %s: %w", prev, err)
+		}
+	}
+	return newCopier(prev, f).drain()
+}
+
+// previousLog returns the newest file rotated from path that is not
+// compressed yet ("" for none): <path>.<timestamp>, named as the rotator
+// names them.
+func previousLog(path string) string {
+	dir, base := splitPath(path)
+	names, err := readDirNames(dirOf(path))
+	if err != nil {
+		return ""
+	}
+	newest := ""
+	for _, name := range names {
+		stamp, ok := strings.CutPrefix(name, base+".")
+		if !ok || len(stamp) != len(rotatedTimeFormat) {
+			continue
+		}
+		if _, err := time.Parse(rotatedTimeFormat, stamp); err == nil && name > newest {
+			newest = name
+		}
+	}
+	if newest == "" {
+		return ""
+	}
+	return dir + newest
 }
 
 // maxLoggedLine is how much of a malformed line the log shows.
@@ -354,12 +426,12 @@ func (c *copier) writeLine(line []byte) error {
 // (a logical line being a run of partial entries and the full entry that
 // ends it). A logical line still being written at the end is included, so a
 // follower sees it whole.
-func tailOffset(r io.Reader, n int) (int64, error) {
+func tailOffset(r io.Reader, n int) (offset int64, found int, err error) {
 	// starts is a ring of the offsets of the last n complete logical lines,
 	// grown as lines are found so that a huge n costs nothing up front.
 	starts := make([]int64, 0, min(n, 1024))
 	var count int
-	var offset, current int64
+	var current int64
 	br := bufio.NewReaderSize(r, 64<<10)
 	// Only the start of a raw line is needed to tell whether it ends a
 	// logical line; the rest is skipped without being kept.
@@ -388,14 +460,14 @@ func tailOffset(r io.Reader, n int) (int64, error) {
 		case errors.Is(err, io.EOF):
 			switch {
 			case n == 0:
-				return current, nil
+				return current, 0, nil
 			case count < n:
-				return 0, nil
+				return 0, count, nil
 			default:
-				return starts[count%n], nil
+				return starts[count%n], n, nil
 			}
 		default:
-			return 0, err
+			return 0, 0, err
 		}
 	}
 }

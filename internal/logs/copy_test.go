@@ -321,3 +321,47 @@ func TestFollowEndsWithContext(t *testing.T) {
 		t.Errorf("Copy = %v, want context.Canceled", err)
 	}
 }
+
+// After a rotation the current file may hold only a few lines: the rest of
+// what is asked for comes from the newest rotated file not yet compressed.
+// Compressed and older files are not read.
+func TestCopyAcrossRotation(t *testing.T) {
+	path := writeFile(t, t3+" stdout F c1\n"+t3+" stdout F c2\n")
+	writeAt(t, path+".20241101-100000", t1+" stdout F old\n")
+	writeAt(t, path+".20241101-100000.gz", "not gzip, and not read\n")
+	writeAt(t, path+".20241101-100100", t2+" stdout F p1\n"+t2+" stdout P p2-\n"+t2+" stdout F end\n")
+	writeAt(t, path+".20241101-100200.tmp", "a leftover, not read\n")
+	writeAt(t, path+"x.20241101-100300", t2+" stdout F another container's\n")
+	tests := []struct {
+		tail int
+		want string
+	}{
+		{tail: -1, want: "p1\np2-end\nc1\nc2\n"},
+		{tail: 0, want: ""},
+		{tail: 1, want: "c2\n"},
+		{tail: 2, want: "c1\nc2\n"},
+		{tail: 3, want: "p2-end\nc1\nc2\n"},
+		{tail: 10, want: "p1\np2-end\nc1\nc2\n"},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		if err := Copy(context.Background(), &out, path, Options{TailLines: tt.tail}); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tt.want {
+			t.Errorf("tail %d: got %q, want %q", tt.tail, out.String(), tt.want)
+		}
+	}
+	// Following, the rotated lines come first, then the current file's.
+	clk := clocktesting.NewFakeClock(time.Now())
+	var exited atomic.Bool
+	f := startFollow(context.Background(), t, path, Options{TailLines: 3, Clock: clk, Stop: exited.Load})
+	for _, want := range []string{"p2-end", "c1", "c2"} {
+		f.expect(t, want)
+	}
+	exited.Store(true)
+	clk.Step(pollInterval)
+	if err := f.wait(t); err != nil {
+		t.Errorf("Copy = %v", err)
+	}
+}
