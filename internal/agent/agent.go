@@ -290,6 +290,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	}
 	plegEvents := make(chan pleg.Event, 128)
 	bg.Go(func() { relist.Run(ctx, plegEvents) })
+	startLogRotation(ctx, &bg, cfg, rt, clk, log)
 	bg.Go(func() { rt.supervise(ctx, recorder.NodeEvent) })
 	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {
@@ -347,7 +348,6 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	})
 	bg.Go(func() { imageGC.Run(ctx) })
 	bg.Go(func() { containerGC.Run(ctx) })
-	bg.Go(func() { newLogRotator(cfg, rt.cri, clk, log).Run(ctx) })
 	bg.Go(func() { evictions.Run(ctx) })
 	bg.Go(func() {
 		sock := filepath.Join(cfg.PodResourcesDir, podresources.SocketName)

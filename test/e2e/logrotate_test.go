@@ -123,6 +123,46 @@ func TestLogRotation(t *testing.T) {
 	testRotationBadInput(t, n, pod, logDir)
 }
 
+// The managed containerd's own log, grown past containerLogMaxSize as a
+// runtime logging every failed write on a full disk grows it, is copied
+// aside, compressed at the next rotation, and emptied in place, where
+// containerd goes on writing.
+func TestLogRotationRuntimeLog(t *testing.T) {
+	n := startNode(t, "--config", writeConfig(t, rotationConfig))
+	n.writeManifest("chatty.yaml", chattyPod())
+	n.waitRunning("chatty", 2*time.Minute)
+	path := filepath.Join(n.root, "containerd", "containerd.log")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	line := "runtime-log-flood " + strings.Repeat("y", 80) + "\n"
+	for round := range 3 {
+		if _, err := f.WriteString(strings.Repeat(line, 3*rotMaxSize/len(line))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Minute, fmt.Sprintf("containerd's log to be rotated (round %d)", round), func() (bool, string) {
+			info, err := os.Stat(path)
+			return err == nil && info.Size() < rotMaxSize, fmt.Sprint(listSizes(t, filepath.Dir(path)))
+		})
+	}
+	var rotated []string
+	for name := range listSizes(t, filepath.Dir(path)) {
+		if strings.HasPrefix(name, "containerd.log.") {
+			rotated = append(rotated, name)
+		}
+	}
+	if len(rotated) == 0 || len(rotated) > rotMaxFiles-1 {
+		t.Errorf("rotated runtime logs %v: want 1 to %d", rotated, rotMaxFiles-1)
+	}
+	// containerd still writes to the emptied file: its descriptor is the
+	// same file, appending.
+	if _, stderr, code := n.berthRun(t, "", "exec", "chatty-"+nodeName, "--", "true"); code != 0 {
+		t.Fatalf("berth exec after the runtime's log was rotated: %d %s", code, stderr)
+	}
+}
+
 // testRotationBadInput removes the log file under berth, then makes its
 // directory immutable: each is reported, the container keeps running, and
 // the next round recovers.
