@@ -25,9 +25,9 @@ type FileRotator struct {
 	interval time.Duration
 	clk      clock.WithTicker
 	log      *slog.Logger
-	// lastErr is the last failure, logged once. Only Run's goroutine uses
-	// it.
-	lastErr string
+	// failing says the last round failed, so that a lasting failure is
+	// logged once. Only Run's goroutine uses it.
+	failing bool
 }
 
 // NewFileRotator returns a rotator of the file at path; Run starts it.
@@ -63,12 +63,14 @@ func (r *FileRotator) Run(ctx context.Context) {
 func (r *FileRotator) RotateOnce() {
 	err := r.rotate()
 	switch {
-	case err == nil && r.lastErr != "":
+	case err == nil && r.failing:
 		r.log.Info("log rotation recovered", "path", r.path)
-		r.lastErr = ""
-	case err != nil && err.Error() != r.lastErr:
+		r.failing = false
+	case err != nil && !r.failing:
 		r.log.Warn("log rotation failed; the next round retries", "path", r.path, "err", err)
-		r.lastErr = err.Error()
+		r.failing = true
+	case err != nil:
+		r.log.Debug("log rotation still failing", "path", r.path, "err", err)
 	}
 }
 

@@ -45,15 +45,16 @@ type Rotator struct {
 	opts RotatorOptions
 	clk  clock.WithTicker
 	log  *slog.Logger
-	// failing holds the last error of each container whose rotation fails,
-	// so that a lasting failure is logged once, not every interval. Only
+	// failing holds the containers whose last rotation failed, so that a
+	// lasting failure is logged once, not every interval (its error may
+	// change from round to round: a rotated name has the time in it). Only
 	// Run's goroutine uses it.
-	failing map[string]string
+	failing map[string]bool
 }
 
 // NewRotator returns a rotator; Run starts it.
 func NewRotator(rt Runtime, opts RotatorOptions) *Rotator {
-	r := &Rotator{rt: rt, opts: opts, clk: opts.Clock, log: opts.Log, failing: map[string]string{}}
+	r := &Rotator{rt: rt, opts: opts, clk: opts.Clock, log: opts.Log, failing: map[string]bool{}}
 	if r.clk == nil {
 		r.clk = clock.RealClock{}
 	}
@@ -122,22 +123,22 @@ func (r *Rotator) RotateOnce(ctx context.Context) {
 	r.report(ids, errs)
 }
 
-// report logs a container's failure when it starts or changes and its
-// recovery when it ends, so that a log that cannot be rotated (a full disk,
+// report logs a container's failure when it starts and its recovery when
+// it ends, so that a log that cannot be rotated (a full disk,
 // a file made immutable) costs one line, not one per interval.
 func (r *Rotator) report(ids []string, errs []error) {
 	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
 		seen[id] = true
-		last, failed := r.failing[id]
+		failed := r.failing[id]
 		switch err := errs[i]; {
 		case err == nil && failed:
 			r.log.Info("container log rotation recovered", "containerID", id)
 			delete(r.failing, id)
-		case err != nil && (!failed || last != err.Error()):
+		case err != nil && !failed:
 			r.log.Warn("container log rotation failed; the container keeps running, the next round retries",
 				"containerID", id, "err", err)
-			r.failing[id] = err.Error()
+			r.failing[id] = true
 		case err != nil:
 			r.log.Debug("container log rotation still failing", "containerID", id, "err", err)
 		}
