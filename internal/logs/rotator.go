@@ -172,6 +172,9 @@ func (r *Rotator) rotateContainer(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("log %s: %w", path, err)
 	}
+	if info.Size() < r.opts.Policy.MaxSize {
+		return nil // the common case: no need to list the directory
+	}
 	siblings, err := readDirNames(dirOf(path))
 	if err != nil {
 		return fmt.Errorf("listing the logs beside %s: %w", path, err)
