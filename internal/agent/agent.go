@@ -313,6 +313,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if reap := rt.shimReaper(clk, log); reap != nil {
 		bg.Go(func() { reap(ctx) })
 	}
+	startLogRotation(ctx, &bg, cfg, rt, clk, log)
 	bg.Go(func() { rt.supervise(ctx, watchRestarts(networkGC, recorder.NodeEvent)) })
 	bg.Go(func() { probes.Run(ctx) })
 	if rt.watchEvents != nil {

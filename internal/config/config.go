@@ -102,6 +102,8 @@ type Config struct {
 	Memory Memory
 	// ContainerGC is how dead containers are collected.
 	ContainerGC ContainerGC
+	// ContainerLogs is how container log files are rotated.
+	ContainerLogs ContainerLogs
 	// Serving is the secure API.
 	Serving Serving
 	// Cluster is how berth joins a control plane; standalone without a
@@ -226,6 +228,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Eviction.validate()...)
 	errs = append(errs, c.Memory.validate()...)
 	errs = append(errs, c.ContainerGC.validate()...)
+	errs = append(errs, c.ContainerLogs.validate()...)
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateCluster()...)
 	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls))

@@ -29,6 +29,7 @@ func validConfig() Config {
 		Images:             defaultImages(),
 		Eviction:           defaultEviction(),
 		ContainerGC:        defaultContainerGC(),
+		ContainerLogs:      defaultContainerLogs(),
 		Cluster:            defaultCluster(),
 	}
 }

@@ -67,6 +67,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		Eviction:           defaultEviction(),
 		Memory:             defaultMemory(),
 		ContainerGC:        defaultContainerGC(),
+		ContainerLogs:      defaultContainerLogs(),
 		Cluster:            defaultCluster(),
 	}
 	portSet := false
@@ -84,7 +85,8 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		applyClusterFile(&cfg.Cluster, kf.config, kf.set)
 		portSet = kf.set["port"]
 		fileErrs := append(applyResourcesFile(&cfg.Resources, kf.config, kf.set),
-			applyServingFile(&cfg.Serving, kf.config, kf.set))
+			applyServingFile(&cfg.Serving, kf.config, kf.set),
+			applyContainerLogsFile(&cfg.ContainerLogs, kf.config, kf.set))
 		if err := errors.Join(fileErrs...); err != nil {
 			return nil, fmt.Errorf("invalid configuration (%s):\n%w", path, err)
 		}
@@ -120,6 +122,9 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 
 // honoured reports whether berth implements a KubeletConfiguration field.
 func honoured(field string) bool {
+	if slices.Contains(containerLogsFields, field) {
+		return true
+	}
 	switch field {
 	case "staticPodPath", "fileCheckFrequency", "containerRuntimeEndpoint", "cgroupDriver",
 		"maxPods", "readOnlyPort", "address", "podLogsDir", "podCIDR",
@@ -358,4 +363,5 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	writeBackImages(kc, cfg.Images)
 	writeBackEviction(kc, cfg.Eviction)
 	writeBackMemory(kc, cfg.Memory)
+	writeBackContainerLogs(kc, cfg.ContainerLogs)
 }

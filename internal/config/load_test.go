@@ -84,8 +84,9 @@ func TestLoadDefaults(t *testing.T) {
 			PressureTransitionPeriod: 5 * time.Minute,
 			MonitoringInterval:       10 * time.Second,
 		},
-		ContainerGC: ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
-		Memory:      Memory{FailSwapOn: true},
+		ContainerGC:   ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
+		Memory:        Memory{FailSwapOn: true},
+		ContainerLogs: defaultContainerLogs(),
 		Cluster: Cluster{RegisterNode: true, NodeStatusUpdateFrequency: 10 * time.Second,
 			NodeStatusReportFrequency: 5 * time.Minute, NodeLeaseDurationSeconds: 40},
 		// Standalone: no webhooks, every authenticated caller allowed.

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -21,9 +24,9 @@ const pollInterval = 500 * time.Millisecond
 
 // Options say what Copy writes.
 type Options struct {
-	// Follow keeps copying what is appended to the file until Stop says the
-	// container has exited, the file is rotated or removed, or the context
-	// ends.
+	// Follow keeps copying what is appended to the file, and to the new
+	// file at its path once it is rotated, until Stop says the container
+	// has exited or the context ends.
 	Follow bool
 	// Timestamps prefixes each line with the time the runtime recorded.
 	Timestamps bool
@@ -51,8 +54,7 @@ type Options struct {
 // in the CRI format (the runtime cut it short on a full disk, say) is left
 // out and logged, as the kubelet's ReadLogs does: it is no output of the
 // container's, and a cut timestamp is no line to show. When following, a cancelled ctx
-// ends the copy with ctx's error; a rotated or removed file ends it cleanly,
-// since what comes next belongs to a file this reader did not open.
+// ends the copy with ctx's error.
 func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -60,14 +62,17 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	}
 	defer f.Close()
 
+	// Lines still wanted from the rotated file before this one; -1 for all.
+	fromPrevious := -1
 	if opts.TailLines >= 0 {
-		offset, err := tailOffset(f, opts.TailLines)
+		offset, found, err := tailOffset(f, opts.TailLines)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
+		fromPrevious = opts.TailLines - found
 	}
 
 	if opts.LimitBytes > 0 {
@@ -77,24 +82,92 @@ func Copy(ctx context.Context, w io.Writer, path string, opts Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &copier{
-		path:       path,
-		log:        log,
-		in:         bufio.NewReaderSize(f, 64<<10),
-		out:        bufio.NewWriterSize(w, 32<<10),
-		timestamps: opts.Timestamps,
-		since:      opts.Since,
-		lineStart:  true,
+	out := bufio.NewWriterSize(w, 32<<10)
+	newCopier := func(path string, r io.Reader) *copier {
+		return &copier{
+			path:       path,
+			log:        log,
+			in:         bufio.NewReaderSize(r, 64<<10),
+			out:        out,
+			timestamps: opts.Timestamps,
+			since:      opts.Since,
+			lineStart:  true,
+		}
 	}
-	if !opts.Follow {
-		err = c.drain()
-	} else {
-		err = c.follow(ctx, f, opts)
+	err = copyPrevious(path, fromPrevious, newCopier)
+	if err == nil {
+		c := newCopier(path, f)
+		if !opts.Follow {
+			err = c.drain()
+		} else {
+			err = c.follow(ctx, f, opts)
+		}
 	}
 	if errors.Is(err, errLimitReached) {
 		return nil // all that was asked for is written
 	}
 	return err
+}
+
+// copyPrevious copies the last n lines (all for -1; none for 0) of the
+// newest rotated log of path that is not compressed yet, if there is one.
+//
+// berth differs from the kubelet on purpose here: the kubelet reads only the
+// current file, so just after a rotation `kubectl logs` shows next to
+// nothing. Reading the rotated file too (the one the rotator leaves
+// uncompressed, as the kubelet's does) shows the container's latest lines
+// whenever the file was rotated.
+func copyPrevious(path string, n int, newCopier func(string, io.Reader) *copier) error {
+	if n == 0 {
+		return nil
+	}
+	prev := previousLog(path)
+	if prev == "" {
+		return nil
+	}
+	f, err := os.Open(prev)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // compressed or removed since it was listed
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", prev, err)
+	}
+	defer f.Close()
+	if n > 0 {
+		offset, _, err := tailOffset(f, n)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", prev, err)
+		}
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return fmt.Errorf("reading %s: %w", prev, err)
+		}
+	}
+	return newCopier(prev, f).drain()
+}
+
+// previousLog returns the newest file rotated from path that is not
+// compressed yet ("" for none): <path>.<timestamp>, named as the rotator
+// names them.
+func previousLog(path string) string {
+	dir, base := splitPath(path)
+	names, err := readDirNames(dirOf(path))
+	if err != nil {
+		return ""
+	}
+	newest := ""
+	for _, name := range names {
+		stamp, ok := strings.CutPrefix(name, base+".")
+		if !ok || len(stamp) != len(rotatedTimeFormat) {
+			continue
+		}
+		if _, err := time.Parse(rotatedTimeFormat, stamp); err == nil && name > newest {
+			newest = name
+		}
+	}
+	if newest == "" {
+		return ""
+	}
+	return dir + newest
 }
 
 // maxLoggedLine is how much of a malformed line the log shows.
@@ -123,11 +196,15 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// follow copies until the container exits, the file goes away or ctx ends.
-// File events wake it as soon as something is written. The ticker covers
-// what writes nothing (the container exiting, the file being removed) and
-// inotify being unavailable; Stop is asked only then, so that a chatty
-// container does not cost a runtime call per write.
+// follow copies until the container exits or ctx ends. File events wake it
+// as soon as something is written. The ticker covers what writes nothing
+// (the container exiting) and inotify being unavailable; Stop is asked only
+// then, so that a chatty container does not cost a runtime call per write.
+//
+// A rotation renames the file away and the runtime opens a new one at the
+// same path: as the kubelet's ReadLogs does, the directory is watched, the
+// old file is read to its end and the copy goes on in the new one. A file
+// removed and not created again is followed until the container exits.
 func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 	clk := opts.Clock
 	if clk == nil {
@@ -140,11 +217,29 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 	var watchErrs <-chan error
 	if watcher, err := fsnotify.NewWatcher(); err == nil {
 		defer watcher.Close()
-		if watcher.Add(c.path) == nil {
+		if watcher.Add(filepath.Dir(c.path)) == nil {
 			events, watchErrs = watcher.Events, watcher.Errors
 		}
 	}
 	stopped := func() bool { return opts.Stop != nil && opts.Stop() }
+	watched := filepath.Clean(c.path) // as the events name it
+	current := f
+	defer func() {
+		if current != f {
+			current.Close()
+		}
+	}()
+	// switchTo goes on in the file now at the path if it is a new one.
+	switchTo := func() error {
+		next, err := c.reopened(current)
+		if next != nil {
+			if current != f {
+				current.Close()
+			}
+			current = next
+		}
+		return err
+	}
 
 	if err := c.copyAvailable(); err != nil {
 		return err
@@ -154,6 +249,9 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 		return c.drain()
 	}
 	for {
+		// Whether the path may name a new file: a cheap event says so, or
+		// the tick, when inotify is unavailable.
+		moved := false
 		select {
 		case <-ctx.Done():
 			if err := c.out.Flush(); err != nil {
@@ -165,9 +263,10 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 				events = nil
 				continue
 			}
-			if ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove) {
-				return c.drain()
+			if ev.Name != watched {
+				continue // another container's log, or a rotated file
 			}
+			moved = ev.Has(fsnotify.Create)
 		case _, ok := <-watchErrs:
 			if !ok {
 				watchErrs = nil
@@ -175,16 +274,51 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 			// A watch error (an overflowed queue) loses nothing: the file
 			// is read again below and on every tick.
 		case <-ticker.C():
+			moved = true
 			// Once the container is gone, the file is complete: whatever it
-			// wrote before exiting is copied, then the copy ends.
-			if stopped() || !sameFile(f, c.path) {
+			// wrote before exiting is copied (from a new file too, if it was
+			// rotated just before), then the copy ends.
+			if stopped() {
+				if err := switchTo(); err != nil {
+					return err
+				}
 				return c.drain()
 			}
 		}
 		if err := c.copyAvailable(); err != nil {
 			return err
 		}
+		if moved {
+			if err := switchTo(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// reopened returns the file now at c.path when it is not open (the log was
+// rotated and the runtime opened a new one), having copied the rest of the
+// open one; nil when there is none yet.
+func (c *copier) reopened(open *os.File) (*os.File, error) {
+	if sameFile(open, c.path) {
+		return nil, nil
+	}
+	next, err := os.Open(c.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // renamed away, not reopened yet; or removed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reopening %s after a rotation: %w", c.path, err)
+	}
+	// What the runtime wrote to the old file before switching is all
+	// there is of it; a line it left unfinished is not continued.
+	if err := c.drain(); err != nil {
+		next.Close()
+		return nil, err
+	}
+	c.in.Reset(next)
+	c.lineStart = true
+	return next, nil
 }
 
 // sameFile reports whether path still names the open file.
@@ -292,12 +426,12 @@ func (c *copier) writeLine(line []byte) error {
 // (a logical line being a run of partial entries and the full entry that
 // ends it). A logical line still being written at the end is included, so a
 // follower sees it whole.
-func tailOffset(r io.Reader, n int) (int64, error) {
+func tailOffset(r io.Reader, n int) (offset int64, found int, err error) {
 	// starts is a ring of the offsets of the last n complete logical lines,
 	// grown as lines are found so that a huge n costs nothing up front.
 	starts := make([]int64, 0, min(n, 1024))
 	var count int
-	var offset, current int64
+	var current int64
 	br := bufio.NewReaderSize(r, 64<<10)
 	// Only the start of a raw line is needed to tell whether it ends a
 	// logical line; the rest is skipped without being kept.
@@ -326,14 +460,14 @@ func tailOffset(r io.Reader, n int) (int64, error) {
 		case errors.Is(err, io.EOF):
 			switch {
 			case n == 0:
-				return current, nil
+				return current, 0, nil
 			case count < n:
-				return 0, nil
+				return 0, count, nil
 			default:
-				return starts[count%n], nil
+				return starts[count%n], n, nil
 			}
 		default:
-			return 0, err
+			return 0, 0, err
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -250,29 +251,58 @@ func TestFollowNoticesExitOnTick(t *testing.T) {
 	}
 }
 
-func TestFollowStopsOnRotation(t *testing.T) {
+// A rotation renames the file away and the runtime opens a new one: the
+// follower copies the rest of the old file, then the new one, as the
+// kubelet's ReadLogs does.
+func TestFollowAcrossRotation(t *testing.T) {
 	path := writeFile(t, t1+" stdout F before\n")
-	f := startFollow(context.Background(), t, path, Options{TailLines: -1})
+	clk := clocktesting.NewFakeClock(time.Now())
+	var exited atomic.Bool
+	f := startFollow(context.Background(), t, path, Options{TailLines: -1, Clock: clk, Stop: exited.Load})
 	f.expect(t, "before")
-	appendTo(t, path, t2+" stdout F tail of the old file")
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
+	for i := range 3 {
+		appendTo(t, path, fmt.Sprintf("%s stdout F tail of file %d\n", t2, i))
+		if err := os.Rename(path, fmt.Sprintf("%s.%d", path, i)); err != nil {
+			t.Fatal(err)
+		}
+		// Written after the rename, before the runtime reopens.
+		appendTo(t, fmt.Sprintf("%s.%d", path, i), t2+" stdout F late\n")
+		writeAt(t, path, fmt.Sprintf("%s stdout F head of file %d\n", t3, i+1))
+		f.expect(t, fmt.Sprintf("tail of file %d", i))
+		f.expect(t, "late")
+		f.expect(t, fmt.Sprintf("head of file %d", i+1))
 	}
-	f.expect(t, "tail of the old file")
+	exited.Store(true)
+	clk.Step(pollInterval)
 	if err := f.wait(t); err != nil {
 		t.Errorf("Copy = %v, want nil", err)
 	}
 }
 
-func TestFollowStopsOnRemovalOnTick(t *testing.T) {
+// writeAt creates the file at path, as a runtime reopening a log does.
+func writeAt(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file removed and not created again is followed until the container
+// exits: the rotator may yet have the runtime create it again.
+func TestFollowRemovedFileUntilExit(t *testing.T) {
 	path := writeFile(t, t1+" stdout F x\n")
 	clk := clocktesting.NewFakeClock(time.Now())
-	f := startFollow(context.Background(), t, path, Options{TailLines: -1, Clock: clk})
+	var exited atomic.Bool
+	f := startFollow(context.Background(), t, path, Options{TailLines: -1, Clock: clk, Stop: exited.Load})
 	f.expect(t, "x")
-	// An open file's removal raises no inotify event; the tick sees it.
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
+	clk.Step(pollInterval)
+	writeAt(t, path, t2+" stdout F recreated\n")
+	clk.Step(pollInterval)
+	f.expect(t, "recreated")
+	exited.Store(true)
 	clk.Step(pollInterval)
 	if err := f.wait(t); err != nil {
 		t.Errorf("Copy = %v, want nil", err)
@@ -289,5 +319,49 @@ func TestFollowEndsWithContext(t *testing.T) {
 	cancel()
 	if err := f.wait(t); !errors.Is(err, context.Canceled) {
 		t.Errorf("Copy = %v, want context.Canceled", err)
+	}
+}
+
+// After a rotation the current file may hold only a few lines: the rest of
+// what is asked for comes from the newest rotated file not yet compressed.
+// Compressed and older files are not read.
+func TestCopyAcrossRotation(t *testing.T) {
+	path := writeFile(t, t3+" stdout F c1\n"+t3+" stdout F c2\n")
+	writeAt(t, path+".20241101-100000", t1+" stdout F old\n")
+	writeAt(t, path+".20241101-100000.gz", "not gzip, and not read\n")
+	writeAt(t, path+".20241101-100100", t2+" stdout F p1\n"+t2+" stdout P p2-\n"+t2+" stdout F end\n")
+	writeAt(t, path+".20241101-100200.tmp", "a leftover, not read\n")
+	writeAt(t, path+"x.20241101-100300", t2+" stdout F another container's\n")
+	tests := []struct {
+		tail int
+		want string
+	}{
+		{tail: -1, want: "p1\np2-end\nc1\nc2\n"},
+		{tail: 0, want: ""},
+		{tail: 1, want: "c2\n"},
+		{tail: 2, want: "c1\nc2\n"},
+		{tail: 3, want: "p2-end\nc1\nc2\n"},
+		{tail: 10, want: "p1\np2-end\nc1\nc2\n"},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		if err := Copy(context.Background(), &out, path, Options{TailLines: tt.tail}); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tt.want {
+			t.Errorf("tail %d: got %q, want %q", tt.tail, out.String(), tt.want)
+		}
+	}
+	// Following, the rotated lines come first, then the current file's.
+	clk := clocktesting.NewFakeClock(time.Now())
+	var exited atomic.Bool
+	f := startFollow(context.Background(), t, path, Options{TailLines: 3, Clock: clk, Stop: exited.Load})
+	for _, want := range []string{"p2-end", "c1", "c2"} {
+		f.expect(t, want)
+	}
+	exited.Store(true)
+	clk.Step(pollInterval)
+	if err := f.wait(t); err != nil {
+		t.Errorf("Copy = %v", err)
 	}
 }

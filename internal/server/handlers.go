@@ -165,6 +165,11 @@ func (s *logsHandler) containerLogs(w http.ResponseWriter, r *http.Request) {
 		tail = int(*opts.TailLines)
 	}
 	out := &responseWriter{w: w, rc: http.NewResponseController(w)}
+	if opts.Follow {
+		// A followed log lasts as long as the container: the server's
+		// write timeout, meant for answers, would cut it.
+		_ = out.rc.SetWriteDeadline(time.Time{})
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	err = logs.Copy(r.Context(), out, path, logs.Options{
