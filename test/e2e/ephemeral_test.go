@@ -94,11 +94,14 @@ func TestEphemeralStorageLimits(t *testing.T) {
 			if p.Status.Reason != "Evicted" || p.Status.Message != want[name] {
 				t.Errorf("%s: reason %q, message %q; want Evicted, %q", name, p.Status.Reason, p.Status.Message, want[name])
 			}
-			events := n.apiPodEvents(name)
-			if !slices.ContainsFunc(events, func(e v1.Event) bool {
-				return e.Type == v1.EventTypeWarning && e.Reason == "Evicted" && e.Message == want[name]
-			}) {
-				t.Errorf("no Evicted event with the kubelet's message on %s: %v", name, events)
+			var evictions []v1.Event
+			for _, e := range n.apiPodEvents(name) {
+				if e.Reason == "Evicted" {
+					evictions = append(evictions, e)
+				}
+			}
+			if len(evictions) != 1 || evictions[0].Type != v1.EventTypeWarning || evictions[0].Message != want[name] {
+				t.Errorf("Evicted events of %s: %v; want one Warning with the kubelet's message", name, evictions)
 			}
 			waitFor(t, 60*time.Second, name+"'s containers to stop", func() (bool, string) {
 				running := len(n.runningContainers(string(p.UID)))
