@@ -109,6 +109,10 @@ func newEvictionManager(cfg *config.Config, summary *stats.Provider, workers fun
 		Log:         log.With("component", "eviction"),
 		Events:      recorder,
 		Metrics:     registry,
+
+		// berth always isolates local storage, as the kubelet by default:
+		// the node reports ephemeral-storage capacity and admits on it.
+		LocalStorageCapacityIsolation: true,
 	})
 }
 

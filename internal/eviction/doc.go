@@ -11,11 +11,14 @@
 //     minimum reclaim is satisfied too;
 //  3. sets a node condition for every threshold met and keeps it until
 //     evictionPressureTransitionPeriod has passed since it was last seen;
-//  4. acts only on thresholds met for their grace period (none for hard
+//  4. evicts every pod past its own local storage limits (an emptyDir's
+//     sizeLimit, the pod's or a container's ephemeral-storage limit), if
+//     LocalStorageCapacityIsolation, and stops there if it evicted any;
+//  5. acts only on thresholds met for their grace period (none for hard
 //     thresholds) and observed with fresh stats, memory first;
-//  5. runs the signal's node-level reclaim functions, observes again and
+//  6. runs the signal's node-level reclaim functions, observes again and
 //     stops if every threshold is clear, minimum reclaim included;
-//  6. otherwise ranks the active pods for the starved resource and evicts
+//  7. otherwise ranks the active pods for the starved resource and evicts
 //     the first one that is not critical, then waits for it to stop.
 //
 // Critical pods are never evicted and always admitted, as in the kubelet:
@@ -29,7 +32,5 @@
 // injected clock.
 //
 // Not implemented: memcg threshold notifications (the kubelet's
-// kernelMemcgNotification; berth polls), local storage capacity isolation
-// (evicting a pod over its emptyDir sizeLimit or ephemeral-storage limit),
-// and the split image/container filesystem (containerfs signals).
+// kernelMemcgNotification; berth polls) and the split image/container filesystem (containerfs signals).
 package eviction

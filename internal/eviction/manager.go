@@ -86,6 +86,11 @@ type Options struct {
 	// of their own; nil means they are not. It is asked until it answers.
 	HasImageFs func(ctx context.Context) (bool, error)
 
+	// LocalStorageCapacityIsolation evicts, every pass, the pods past their
+	// own local storage limits (ephemeral-storage, emptyDir sizeLimit), as
+	// the kubelet does with the feature of that name on (its default).
+	LocalStorageCapacityIsolation bool
+
 	// NodeName is named in node events.
 	NodeName string
 	Clock    clock.WithTicker
@@ -117,12 +122,17 @@ type Manager struct {
 	events      EventRecorder
 	metrics     *metrics
 
+	// localStorageIsolation is Options.LocalStorageCapacityIsolation.
+	localStorageIsolation bool
+
 	// passMu serializes passes and guards the fields below.
 	passMu sync.Mutex
 	st     state
-	// ranks and reclaims are known once the image filesystem is.
-	ranks    map[Signal]rankFunc
-	reclaims map[Signal][]reclaimStep
+	// ranks and reclaims are known once the image filesystem is, and
+	// withImageFs then says whether images have a filesystem of their own.
+	ranks       map[Signal]rankFunc
+	withImageFs bool
+	reclaims    map[Signal][]reclaimStep
 
 	mu sync.Mutex // guards the snapshot below; never held across a call out
 	// conditions are the node's pressure conditions.
@@ -160,6 +170,7 @@ func New(opts Options) (*Manager, error) {
 		metrics:     met,
 		conditions:  initialConditions(),
 	}
+	m.localStorageIsolation = opts.LocalStorageCapacityIsolation
 	if m.log == nil {
 		m.log = slog.Default()
 	}

@@ -19,7 +19,7 @@ import (
 func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 	m.passMu.Lock()
 	defer m.passMu.Unlock()
-	if len(m.thresholds) == 0 {
+	if len(m.thresholds) == 0 && !m.localStorageIsolation {
 		m.publish(m.clk.Now(), nil, nil)
 		return nil, nil
 	}
@@ -39,6 +39,11 @@ func (m *Manager) Synchronize(ctx context.Context) (*v1.Pod, error) {
 	m.st = s.next
 	m.publish(now, obs, s.met)
 
+	if m.localStorageIsolation {
+		if evicted, err := m.localStorageEviction(ctx, pods, stats); evicted != nil || err != nil {
+			return evicted, err
+		}
+	}
 	threshold, starved, ok := reclaimableThreshold(s.act)
 	if !ok {
 		return nil, nil
@@ -104,6 +109,7 @@ func (m *Manager) detectImageFs(ctx context.Context) error {
 		}
 	}
 	m.log.Info("Eviction manager: filesystem detection", "dedicatedImageFs", withImageFs)
+	m.withImageFs = withImageFs
 	m.ranks = rankFuncs(withImageFs)
 	m.reclaims = reclaimSteps(m.imageGC, m.containerGC, withImageFs)
 	return nil
@@ -149,10 +155,15 @@ func (m *Manager) reclaimNodeLevelResources(ctx context.Context, signal Signal, 
 
 // evict records the eviction, kills the pod and waits for it to stop.
 func (m *Manager) evict(ctx context.Context, pod *v1.Pod, signal Signal, starved v1.ResourceName, grace int64, message string, annotations map[string]string) error {
+	return m.evictWithStatus(ctx, pod, signal, starved, grace, message, annotations, evictedStatus(pod, message, m.clk.Now()))
+}
+
+// evictWithStatus is evict with the status the pod ends with.
+func (m *Manager) evictWithStatus(ctx context.Context, pod *v1.Pod, signal Signal, starved v1.ResourceName, grace int64, message string,
+	annotations map[string]string, status v1.PodStatus) error {
 	m.events.Event(pod, v1.EventTypeWarning, Reason, message)
 	m.log.Info("Eviction manager: evicting pod", "pod", podName(pod), "podUID", pod.UID, "gracePeriod", grace, "message", message, "annotations", annotations)
 	now := m.clk.Now()
-	status := evictedStatus(pod, message, now)
 	kctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+podCleanupTimeout)
 	err := m.killPod(kctx, pod, grace, status)
 	cancel()
