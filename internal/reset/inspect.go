@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
 
@@ -221,24 +221,23 @@ func podNetNS(pids []int) []string {
 	return MatchNetNS(named, inodes)
 }
 
-// berthRules lists the iptables rules of berth's sandboxes; none where
-// iptables is not installed.
-func berthRules(ctx context.Context, network string, ids []string) []Rule {
+// berthRules reads what berth's sandboxes hold in the nat table; nothing
+// where iptables is not installed.
+func berthRules(ctx context.Context, network string, ids []string) []*cnigc.Held {
 	if len(ids) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, iptablesTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "iptables-save").Output()
+	save, err := cnigc.IPTables{}.SaveNAT(ctx)
 	if err != nil {
 		return nil
 	}
-	rules, err := ParseSave(string(out))
+	nat, err := cnigc.ParseNAT(save)
 	if err != nil {
 		return nil
 	}
-	del, chains := SelectRules(rules, network, ids)
-	return append(del, chains...)
+	return SelectRules(nat, network, ids)
 }
 
 func isBridge(name string) bool {
