@@ -131,18 +131,14 @@ func allPids() []int {
 }
 
 // sandboxIDs are the sandboxes berth's state records: the CRI plugin's
-// metadata dirs and the containers host-local IPAM gave an address to.
+// metadata dirs and the containers host-local IPAM gave an address to. A
+// lease that cannot be read is skipped; the others still count.
 func sandboxIDs(o Options) []string {
 	ids := dirNames(filepath.Join(o.RootDir, "containerd", "root", criSandboxesDir))
-	ipam := filepath.Join(o.RootDir, "cni", "ipam", o.Network)
-	for _, name := range dirNames(ipam) {
-		data, err := os.ReadFile(filepath.Join(ipam, name))
-		if err != nil {
-			continue
-		}
-		// host-local writes "<container id>\n<interface>" per address.
-		if id, _, _ := strings.Cut(string(data), "\n"); id != "" && !slices.Contains(ids, id) {
-			ids = append(ids, strings.TrimSpace(id))
+	leases, _ := cnigc.LeaseDir(filepath.Join(o.RootDir, "cni", "ipam", o.Network)).List()
+	for _, l := range leases {
+		if !slices.Contains(ids, l.ID) {
+			ids = append(ids, l.ID)
 		}
 	}
 	return ids
