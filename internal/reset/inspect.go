@@ -1,8 +1,6 @@
 package reset
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/cnigc"
+	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
 
@@ -246,21 +245,8 @@ func isBridge(name string) bool {
 
 // mountsUnder lists the mount points below dir.
 func mountsUnder(dir string) []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	prefix := filepath.Clean(dir) + "/"
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], prefix) {
-			out = append(out, fields[4])
-		}
-	}
-	return out
+	mounts, _ := hostclean.MountsUnder(filepath.Clean(dir))
+	return mounts
 }
 
 // cgroupDirs are the existing kubepods cgroup dirs under cgroupRoot, in
@@ -273,7 +259,7 @@ func cgroupDirs(cgroupRoot string) []string {
 
 func cgroupDirsSplit(cgroupRoot string) (kubepodsDirs, rootDirs []string) {
 	rel := filepath.Clean("/" + cgroupRoot)
-	for _, m := range cgroupMounts() {
+	for _, m := range hostclean.CgroupMounts() {
 		if d := filepath.Join(m, rel, kubepods); isDir(d) {
 			kubepodsDirs = append(kubepodsDirs, d)
 		}
@@ -282,27 +268,6 @@ func cgroupDirsSplit(cgroupRoot string) (kubepodsDirs, rootDirs []string) {
 		}
 	}
 	return kubepodsDirs, rootDirs
-}
-
-// cgroupMounts are the mount points of the cgroup hierarchies (each v1
-// controller's and the v2 one), from this process's mount table.
-func cgroupMounts() []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for line := range strings.SplitSeq(string(data), "\n") {
-		_, after, ok := strings.Cut(line, " - ")
-		fields, post := strings.Fields(line), strings.Fields(after)
-		if !ok || len(fields) < 5 || len(post) < 1 || (post[0] != "cgroup" && post[0] != "cgroup2") {
-			continue
-		}
-		if !slices.Contains(out, fields[4]) {
-			out = append(out, fields[4])
-		}
-	}
-	return out
 }
 
 func isDir(p string) bool {
