@@ -51,9 +51,10 @@ type NAT struct {
 	Rules  []Rule
 }
 
-// ParseNAT reads the nat table of an `iptables-save -t nat` text. Lines of
-// other tables, counters and comments are skipped; a rule line that cannot
-// be split (an unterminated quote) is an error naming the line.
+// ParseNAT reads the nat table of an `iptables-save` text. Lines of other
+// tables, counters and comments are skipped; a rule line that cannot be
+// split (an unterminated quote), or that comes before any table, is an
+// error naming the line.
 func ParseNAT(save string) (NAT, error) {
 	n := NAT{Chains: map[string]bool{}}
 	table := ""
@@ -62,6 +63,8 @@ func ParseNAT(save string) (NAT, error) {
 		switch {
 		case strings.HasPrefix(line, "*"):
 			table = line[1:]
+		case table == "" && strings.HasPrefix(line, "-A "):
+			return NAT{}, fmt.Errorf("iptables-save line %d %q: a rule outside a table", i+1, line)
 		case table != "nat":
 		case strings.HasPrefix(line, ":"):
 			if f := strings.Fields(line[1:]); len(f) > 0 {

@@ -54,6 +54,9 @@ func TestParseNAT(t *testing.T) {
 		!strings.Contains(err.Error(), "line 2") {
 		t.Errorf("an unterminated quote: %v", err)
 	}
+	if _, err := ParseNAT("-A POSTROUTING -j ACCEPT\n"); err == nil || !strings.Contains(err.Error(), "outside a table") {
+		t.Errorf("a rule outside a table: %v", err)
+	}
 }
 
 func TestSplitWords(t *testing.T) {

@@ -46,47 +46,56 @@ func (h *Held) Empty() bool {
 // another network, is never the collector's. Leases come from this node's
 // own IPAM dir, so they are all its own.
 func Holdings(nat NAT, leases []Lease, net Network) map[string]*Held {
-	byID := map[string][]Rule{} // rules with the ID's comment
+	ids := map[string]bool{}
 	for _, r := range nat.Rules {
 		if name, id, ok := OwnerOf(r.Comment()); ok && name == net.Name {
-			byID[id] = append(byID[id], r)
+			ids[id] = true
 		}
 	}
 	out := map[string]*Held{}
-	get := func(id string) *Held {
-		if out[id] == nil {
-			out[id] = &Held{ID: id}
-		}
-		return out[id]
-	}
-	for id, commented := range byID {
-		own := []string{MasqChain(net.Name, id), DNATChain(net.Name, id)}
-		var inOwn []Rule
+	for id := range ids {
+		h := HeldIn(nat, net.Name, id)
+		// The rules in the ID's own chains carry pod addresses too.
+		scope := slices.Clone(h.Rules)
 		for _, r := range nat.Rules {
-			if slices.Contains(own, r.Chain) {
-				inOwn = append(inOwn, r)
+			if slices.Contains(h.Chains, r.Chain) {
+				scope = append(scope, r)
 			}
 		}
-		if !inScope(append(slices.Clone(commented), inOwn...), net.PodCIDR) {
-			continue
-		}
-		h := get(id)
-		for _, r := range commented {
-			if !slices.Contains(own, r.Chain) {
-				h.Rules = append(h.Rules, r)
-			}
-		}
-		for _, c := range own {
-			if nat.Chains[c] {
-				h.Chains = append(h.Chains, c)
-			}
+		if inScope(scope, net.PodCIDR) {
+			out[id] = h
 		}
 	}
 	for _, l := range leases {
-		h := get(l.ID)
-		h.Leases = append(h.Leases, l.IP)
+		if out[l.ID] == nil {
+			out[l.ID] = &Held{ID: l.ID}
+		}
+		out[l.ID].Leases = append(out[l.ID].Leases, l.IP)
 	}
 	return out
+}
+
+// HeldIn returns what the nat table holds for container id of network:
+// the rules outside id's own chains whose comment names it, in the table's
+// order, and its own chains that exist. It does not look at addresses: a
+// caller that has not made the ID its own by other means checks them.
+func HeldIn(nat NAT, network, id string) *Held {
+	h := &Held{ID: id}
+	own := []string{MasqChain(network, id), DNATChain(network, id)}
+	for _, r := range nat.Rules {
+		if slices.Contains(own, r.Chain) {
+			continue
+		}
+		if name, rid, ok := OwnerOf(r.Comment()); ok && name == network && rid == id {
+			h.Rules = append(h.Rules, r)
+		}
+	}
+	for _, c := range own {
+		if nat.Chains[c] {
+			h.Chains = append(h.Chains, c)
+		}
+	}
+	return h
 }
 
 // inScope reports whether the pod addresses the rules name all lie in cidr,

@@ -10,17 +10,33 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// cgroupMounts are the roots of the cgroup hierarchies: each v1
-// controller's mount, and the v2 mount itself.
-func cgroupMounts() []string {
-	mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
-	return append(mounts, "/sys/fs/cgroup")
+// CgroupMounts are the mount points of the cgroup hierarchies (each v1
+// controller's and the v2 one), from this process's mount table, each
+// once.
+func CgroupMounts() []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		_, after, ok := strings.Cut(line, " - ")
+		fields, post := strings.Fields(line), strings.Fields(after)
+		if !ok || len(fields) < 5 || len(post) < 1 || (post[0] != "cgroup" && post[0] != "cgroup2") {
+			continue
+		}
+		if !slices.Contains(out, fields[4]) {
+			out = append(out, fields[4])
+		}
+	}
+	return out
 }
 
 // Alive reports whether pid runs; a zombie counts as gone (a containerd
@@ -50,18 +66,28 @@ func Stop(pid int, grace time.Duration) {
 	}
 }
 
-// UnmountUnder unmounts every mount below dir, deepest first.
-func UnmountUnder(dir string) error {
+// MountsUnder lists the mount points below dir, in the mount table's
+// order (a parent before what is mounted on it).
+func MountsUnder(dir string) ([]string, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var targets []string
+	var out []string
 	for line := range strings.SplitSeq(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
-			targets = append(targets, fields[4])
+			out = append(out, fields[4])
 		}
+	}
+	return out, nil
+}
+
+// UnmountUnder unmounts every mount below dir, deepest first.
+func UnmountUnder(dir string) error {
+	targets, err := MountsUnder(dir)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for i := len(targets) - 1; i >= 0; i-- {
@@ -78,7 +104,7 @@ func UnmountUnder(dir string) error {
 // that timed out, keeps its cgroup), and reports whether it killed any.
 func KillCgroupProcs(root string) bool {
 	killed := false
-	for _, m := range cgroupMounts() {
+	for _, m := range CgroupMounts() {
 		_ = filepath.WalkDir(filepath.Join(m, root), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
 				return nil
@@ -103,7 +129,7 @@ func KillCgroupProcs(root string) bool {
 // deepest first.
 func RemoveCgroups(root string) error {
 	var errs []error
-	for _, m := range cgroupMounts() {
+	for _, m := range CgroupMounts() {
 		var dirs []string
 		_ = filepath.WalkDir(filepath.Join(m, root), func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {

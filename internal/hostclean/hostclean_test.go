@@ -38,6 +38,9 @@ func TestNothingToClean(t *testing.T) {
 	if err := UnmountUnder(t.TempDir()); err != nil {
 		t.Error(err)
 	}
+	if mounts, err := MountsUnder(t.TempDir()); err != nil || len(mounts) > 0 {
+		t.Errorf("MountsUnder a fresh dir = %v, %v", mounts, err)
+	}
 	if err := RemoveCgroups("/hostclean-test-never-made"); err != nil {
 		t.Error(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/runtime"
@@ -238,33 +239,19 @@ func removeNetNS(paths []string) error {
 
 // removeRules deletes the iptables rules of berth's sandboxes that are
 // still there (stopping the pods through the CRI removes them already),
-// then flushes and deletes their own chains.
+// then flushes and deletes their own chains: one iptables-restore
+// transaction per sandbox, so that one that fails keeps no other's.
 func removeRules(ctx context.Context, network string, ids []string) error {
 	var errs []error
-	for _, r := range berthRules(ctx, network, ids) {
-		var args [][]string
-		if r.Args == nil { // a chain of its own
-			args = [][]string{{"-t", r.Table, "-F", r.Chain}, {"-t", r.Table, "-X", r.Chain}}
-		} else {
-			args = [][]string{append([]string{"-t", r.Table, "-D", r.Chain}, r.Args...)}
-		}
-		for _, a := range args {
-			if err := iptables(ctx, a); err != nil {
-				errs = append(errs, err)
-			}
+	for _, h := range berthRules(ctx, network, ids) {
+		rctx, cancel := context.WithTimeout(ctx, iptablesTimeout)
+		err := cnigc.IPTables{}.Restore(rctx, cnigc.Script(h))
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sandbox %s: %w", h.ID, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func iptables(ctx context.Context, args []string) error {
-	ctx, cancel := context.WithTimeout(ctx, iptablesTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w"}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 func deleteBridge(ctx context.Context, name string) error {

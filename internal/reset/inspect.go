@@ -1,14 +1,11 @@
 package reset
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/internal/cnigc"
+	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
 
@@ -131,18 +130,14 @@ func allPids() []int {
 }
 
 // sandboxIDs are the sandboxes berth's state records: the CRI plugin's
-// metadata dirs and the containers host-local IPAM gave an address to.
+// metadata dirs and the containers host-local IPAM gave an address to. A
+// lease that cannot be read is skipped; the others still count.
 func sandboxIDs(o Options) []string {
 	ids := dirNames(filepath.Join(o.RootDir, "containerd", "root", criSandboxesDir))
-	ipam := filepath.Join(o.RootDir, "cni", "ipam", o.Network)
-	for _, name := range dirNames(ipam) {
-		data, err := os.ReadFile(filepath.Join(ipam, name))
-		if err != nil {
-			continue
-		}
-		// host-local writes "<container id>\n<interface>" per address.
-		if id, _, _ := strings.Cut(string(data), "\n"); id != "" && !slices.Contains(ids, id) {
-			ids = append(ids, strings.TrimSpace(id))
+	leases, _ := cnigc.LeaseDir(filepath.Join(o.RootDir, "cni", "ipam", o.Network)).List()
+	for _, l := range leases {
+		if !slices.Contains(ids, l.ID) {
+			ids = append(ids, l.ID)
 		}
 	}
 	return ids
@@ -221,24 +216,23 @@ func podNetNS(pids []int) []string {
 	return MatchNetNS(named, inodes)
 }
 
-// berthRules lists the iptables rules of berth's sandboxes; none where
-// iptables is not installed.
-func berthRules(ctx context.Context, network string, ids []string) []Rule {
+// berthRules reads what berth's sandboxes hold in the nat table; nothing
+// where iptables is not installed.
+func berthRules(ctx context.Context, network string, ids []string) []*cnigc.Held {
 	if len(ids) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, iptablesTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "iptables-save").Output()
+	save, err := cnigc.IPTables{}.SaveNAT(ctx)
 	if err != nil {
 		return nil
 	}
-	rules, err := ParseSave(string(out))
+	nat, err := cnigc.ParseNAT(save)
 	if err != nil {
 		return nil
 	}
-	del, chains := SelectRules(rules, network, ids)
-	return append(del, chains...)
+	return SelectRules(nat, network, ids)
 }
 
 func isBridge(name string) bool {
@@ -251,21 +245,8 @@ func isBridge(name string) bool {
 
 // mountsUnder lists the mount points below dir.
 func mountsUnder(dir string) []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	prefix := filepath.Clean(dir) + "/"
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && strings.HasPrefix(fields[4], prefix) {
-			out = append(out, fields[4])
-		}
-	}
-	return out
+	mounts, _ := hostclean.MountsUnder(filepath.Clean(dir))
+	return mounts
 }
 
 // cgroupDirs are the existing kubepods cgroup dirs under cgroupRoot, in
@@ -278,7 +259,7 @@ func cgroupDirs(cgroupRoot string) []string {
 
 func cgroupDirsSplit(cgroupRoot string) (kubepodsDirs, rootDirs []string) {
 	rel := filepath.Clean("/" + cgroupRoot)
-	for _, m := range cgroupMounts() {
+	for _, m := range hostclean.CgroupMounts() {
 		if d := filepath.Join(m, rel, kubepods); isDir(d) {
 			kubepodsDirs = append(kubepodsDirs, d)
 		}
@@ -287,27 +268,6 @@ func cgroupDirsSplit(cgroupRoot string) (kubepodsDirs, rootDirs []string) {
 		}
 	}
 	return kubepodsDirs, rootDirs
-}
-
-// cgroupMounts are the mount points of the cgroup hierarchies (each v1
-// controller's and the v2 one), from this process's mount table.
-func cgroupMounts() []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for line := range strings.SplitSeq(string(data), "\n") {
-		_, after, ok := strings.Cut(line, " - ")
-		fields, post := strings.Fields(line), strings.Fields(after)
-		if !ok || len(fields) < 5 || len(post) < 1 || (post[0] != "cgroup" && post[0] != "cgroup2") {
-			continue
-		}
-		if !slices.Contains(out, fields[4]) {
-			out = append(out, fields[4])
-		}
-	}
-	return out
 }
 
 func isDir(p string) bool {

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/quarantine"
 )
 
@@ -78,8 +79,9 @@ type Facts struct {
 	Processes []int
 	// NetNS are the network namespaces of those processes, by path.
 	NetNS []string
-	// Rules are the iptables rules of berth's network and sandboxes.
-	Rules []Rule
+	// Rules are the iptables rules and chains of berth's sandboxes on its
+	// network, by sandbox.
+	Rules []*cnigc.Held
 	// Bridge: the configured bridge exists and is a bridge.
 	Bridge bool
 	// Mounts under the root dir; Cgroups are the kubepods cgroup dirs (and
@@ -153,7 +155,7 @@ func Plan(o Options, f Facts) ([]Step, error) {
 		add(RemoveNetNS, "remove the network namespaces of berth's pods: %s", strings.Join(f.NetNS, ", "))
 	}
 	if len(f.Rules) > 0 {
-		add(RemoveRules, "delete %d iptables rules and chains of CNI network %q that name berth's pods", len(f.Rules), o.Network)
+		add(RemoveRules, "delete %d iptables rules and chains of CNI network %q that name berth's pods", ruleCount(f.Rules), o.Network)
 	}
 	if f.Bridge {
 		add(DeleteBridge, "delete the bridge %s", o.Bridge)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/berth-dev/berth/internal/cnigc"
 )
 
 var testOpts = Options{
@@ -23,7 +25,7 @@ func kinds(steps []Step) []StepKind {
 func TestPlan(t *testing.T) {
 	full := Facts{
 		State: []string{"/var/lib/berth/containerd"}, ContainerdPID: 10, ContainerdState: true,
-		Processes: []int{20}, NetNS: []string{"/run/netns/cni-1"}, Rules: []Rule{{Table: "nat", Chain: "CNI-1"}},
+		Processes: []int{20}, NetNS: []string{"/run/netns/cni-1"}, Rules: []*cnigc.Held{{ID: "1", Chains: []string{"CNI-1"}}},
 		Bridge: true, Mounts: []string{"/var/lib/berth/containerd/state/x"}, Cgroups: []string{"/sys/fs/cgroup/kubepods"},
 		PodLogDirs: []string{"/var/log/pods/a_b_u1"},
 	}

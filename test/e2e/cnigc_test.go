@@ -188,12 +188,8 @@ func restoreNAT(t *testing.T, script string) {
 // chains.
 func natOf(t testing.TB, id string) string {
 	t.Helper()
-	out, err := exec.Command("iptables-save", "-t", "nat").Output()
-	if err != nil {
-		t.Fatalf("iptables-save: %v", err)
-	}
 	var lines []string
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(iptablesSave(t, "-t", "nat"), "\n") {
 		if strings.Contains(line, id) {
 			lines = append(lines, line)
 		}

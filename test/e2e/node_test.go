@@ -289,6 +289,24 @@ func alive(pid int) bool { return hostclean.Alive(pid) }
 // runs from this node's root dir (a shim or a container berth should have
 // stopped).
 func killLeftovers(t testing.TB, root string) {
+	for _, p := range processesFrom(root) {
+		t.Errorf("cleanup: process %d still runs from %s: %s", p.pid, root, p.cmdline)
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}
+
+// proc is a live process and its command line, NULs as blanks.
+type proc struct {
+	pid     int
+	cmdline string
+}
+
+func (p proc) String() string { return fmt.Sprintf("%d: %s", p.pid, p.cmdline) }
+
+// processesFrom lists the live processes, init and this one excepted,
+// whose command line names a path under root.
+func processesFrom(root string) []proc {
+	var out []proc
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, err := os.ReadFile(p)
@@ -299,9 +317,9 @@ func killLeftovers(t testing.TB, root string) {
 		if err != nil || pid <= 1 || pid == os.Getpid() || !alive(pid) {
 			continue
 		}
-		t.Errorf("cleanup: process %d still runs from %s: %s", pid, root, strings.ReplaceAll(string(data), "\x00", " "))
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		out = append(out, proc{pid: pid, cmdline: strings.ReplaceAll(string(data), "\x00", " ")})
 	}
+	return out
 }
 
 // removeCgroups removes the cgroup tree at root in every hierarchy. The

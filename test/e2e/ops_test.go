@@ -243,11 +243,12 @@ func (n *node) reset(t *testing.T, env ...string) (string, int) {
 	return string(out), 0
 }
 
-func iptablesSave(t *testing.T) string {
+// iptablesSave returns `iptables-save args...`.
+func iptablesSave(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("iptables-save").Output()
+	out, err := exec.Command("iptables-save", args...).Output()
 	if err != nil {
-		t.Fatalf("iptables-save: %v", err)
+		t.Fatalf("iptables-save %s: %v", strings.Join(args, " "), err)
 	}
 	return string(out)
 }
@@ -319,21 +320,6 @@ func podNetNS(t *testing.T, pids []int) []string {
 		p := filepath.Join("/run/netns", e.Name())
 		if syscall.Stat(p, &st) == nil && inodes[st.Ino] {
 			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// processesFrom lists the live processes whose command line names a path
-// under root.
-func processesFrom(root string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err == nil && strings.Contains(string(data), root+"/") && pid != os.Getpid() && alive(pid) {
-			out = append(out, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(data), "\x00", " ")))
 		}
 	}
 	return out
