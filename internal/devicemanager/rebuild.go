@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -136,14 +137,62 @@ func reconcile(saved, running []checkpoint.PodDevicesEntry) (merged []checkpoint
 		}
 		byKey[k] = r
 	}
-	for _, e := range byKey {
-		merged = append(merged, e)
+	inRuntime := map[key]bool{}
+	for _, r := range running {
+		inRuntime[keyOf(r)] = true
 	}
-	slices.SortFunc(merged, func(a, b checkpoint.PodDevicesEntry) int {
-		return cmp.Or(strings.Compare(a.PodUID, b.PodUID), strings.Compare(a.ContainerName, b.ContainerName),
-			strings.Compare(a.ResourceName, b.ResourceName))
+	keys := slices.SortedFunc(maps.Keys(byKey), func(a, b key) int {
+		return cmp.Or(strings.Compare(a.pod, b.pod), strings.Compare(a.container, b.container), strings.Compare(a.resource, b.resource))
 	})
+	for _, k := range keys {
+		e := byKey[k]
+		if inRuntime[k] {
+			merged = append(merged, e)
+			continue
+		}
+		kept, dropped := withoutDevicesOfOthers(e, running)
+		if len(dropped) > 0 {
+			corrected = append(corrected, fmt.Sprintf("pod %s container %s: %s %v in the checkpoint are held by another pod's container; dropped",
+				k.pod, k.container, k.resource, dropped))
+		}
+		if len(flatten(kept.DeviceIDs)) > 0 {
+			merged = append(merged, kept)
+		}
+	}
 	return merged, corrected
+}
+
+// withoutDevicesOfOthers returns a checkpoint entry that no container
+// backs, less the devices that containers of other pods record: those
+// containers run with them, so the checkpoint's claim (a pod gone, or one
+// whose container is not created yet) is the stale one. Kept, it would book
+// one device for two pods until the pod that is gone was freed. Within a
+// pod, containers may share a device (an init container hands its devices
+// on).
+func withoutDevicesOfOthers(e checkpoint.PodDevicesEntry, running []checkpoint.PodDevicesEntry) (checkpoint.PodDevicesEntry, []string) {
+	held := sets.New[string]()
+	for _, r := range running {
+		if r.PodUID != e.PodUID && r.ResourceName == e.ResourceName {
+			held = held.Union(flatten(r.DeviceIDs))
+		}
+	}
+	if !flatten(e.DeviceIDs).HasAny(sets.List(held)...) {
+		return e, nil
+	}
+	kept := e
+	kept.DeviceIDs = checkpoint.DevicesPerNUMA{}
+	var dropped []string
+	for node, ids := range e.DeviceIDs {
+		for _, id := range ids {
+			if held.Has(id) {
+				dropped = append(dropped, id)
+				continue
+			}
+			kept.DeviceIDs[node] = append(kept.DeviceIDs[node], id)
+		}
+	}
+	slices.Sort(dropped)
+	return kept, dropped
 }
 
 // runningAllocations lists the allocations the runtime's containers record,

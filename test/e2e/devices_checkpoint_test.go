@@ -202,3 +202,59 @@ func TestDeviceCheckpointStaleCorrectedFromRuntime(t *testing.T) {
 		return slices.Contains(reasons, devicemanager.ReasonCheckpointStale), strings.Join(reasons, ",")
 	})
 }
+
+// An out-of-date checkpoint that books a device to a pod that is gone,
+// while another pod's container now runs with it, gives way to the
+// container: berth's books name the device once, for the pod that has it.
+// berth before this fix kept both claims until the next admission freed
+// the pod that is gone (make chaos, seed 1795785700874727890, fault 33).
+func TestDeviceCheckpointStaleClaimOfAGonePodDropped(t *testing.T) {
+	n := startNode(t)
+	p := startWidgets(t, n)
+	n.waitAllocatable(3)
+	// Quick to stop: sleep as PID 1 ignores SIGTERM.
+	n.writeManifest("first.yaml", strings.Replace(widgetPod("first", 1), "spec:\n", "spec:\n  terminationGracePeriodSeconds: 1\n", 1))
+	first := n.waitRunning("first", 60*time.Second)
+	n.wantWidgets(first, "w0")
+	var before []byte
+	waitFor(t, 30*time.Second, "a checkpoint with first's w0", func() (bool, string) {
+		data, err := checkpoint.Read(n.devicePlugins)
+		before = data
+		return err == nil && strings.Contains(string(data), string(first.UID)), fmt.Sprint(err)
+	})
+	n.removeManifest("first.yaml")
+	waitFor(t, 60*time.Second, "first gone", func() (bool, string) { return n.pod("first") == nil, "listed" })
+	// A pod is freed at the next admission: an admission that fails (three
+	// widgets asked) frees first's w0 for holder.
+	n.writeManifest("greedy.yaml", widgetPod("greedy", 3))
+	waitFor(t, 60*time.Second, "first's w0 freed", func() (bool, string) {
+		for _, a := range n.devices().Allocations {
+			if a.PodUID == string(first.UID) {
+				return false, "booked"
+			}
+		}
+		return true, ""
+	})
+	n.removeManifest("greedy.yaml")
+	n.writeManifest("holder.yaml", widgetPod("holder", 1))
+	holder := n.waitRunning("holder", 60*time.Second)
+	n.wantWidgets(holder, "w0")
+
+	n.stop()
+	if err := checkpoint.Write(n.devicePlugins, before); err != nil {
+		t.Fatal(err)
+	}
+	registrations := p.Calls().Registrations
+	n.start()
+	if err := p.WaitRegistered(t.Context(), registrations+1); err != nil {
+		t.Fatalf("the plugin did not register again: %v", err)
+	}
+	n.waitAllocatable(3)
+	var got []string
+	for _, a := range n.devices().Allocations {
+		got = append(got, a.PodUID+"="+strings.Join(a.DeviceIDs, ","))
+	}
+	if want := []string{string(holder.UID) + "=w0"}; !slices.Equal(got, want) {
+		t.Errorf("allocations after the stale checkpoint: %q, want %q (first was %s)", got, want, first.UID)
+	}
+}
