@@ -10,18 +10,25 @@ import (
 	"time"
 )
 
-// TestLogRotationCost is a measurement, not a check: with
-// BERTH_LOGROT_COST=<maxSize, e.g. 1Mi or -1 for off> it runs 10 pods of 10
-// containers, each logging about 40 KB/s, for 90 s, and prints berth's CPU
-// time over that window and the size of the pod logs directory. Without the
-// variable it is skipped (it proves nothing by passing).
-func TestLogRotationCost(t *testing.T) {
-	maxSize := os.Getenv("BERTH_LOGROT_COST")
-	if maxSize == "" {
-		t.Skip("a measurement: set BERTH_LOGROT_COST=1Mi (or -1 for rotation off) to run it")
+// BenchmarkLogRotationCost measures, for containerLogMaxSize off (-1),
+// 10Mi and 1Mi, berth's CPU and the size of the pod logs directory while 10
+// pods of 10 containers each log about 40 KB/s for 90 s. It is a
+// measurement, run by hand once per setting:
+//
+//	BERTH_BIN=$PWD/bin go test -run '^$' -bench LogRotationCost -benchtime 1x ./test/e2e/
+func BenchmarkLogRotationCost(b *testing.B) {
+	for _, maxSize := range []string{"-1", "10Mi", "1Mi"} {
+		b.Run("maxSize="+maxSize, func(b *testing.B) {
+			for b.Loop() {
+				measureLogRotation(b, maxSize)
+			}
+		})
 	}
+}
+
+func measureLogRotation(b *testing.B, maxSize string) {
 	const pods, perPod, window = 10, 10, 90 * time.Second
-	n := startNode(t, "--config", writeConfig(t, fmt.Sprintf(`
+	n := startNode(b, "--config", writeConfig(b, fmt.Sprintf(`
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerLogMaxSize: "%s"
@@ -48,18 +55,20 @@ spec:
 	for p := range pods {
 		n.waitRunning(fmt.Sprintf("log%d", p), 10*time.Minute)
 	}
-	cpu0, size0 := processCPU(t, n.pid), dirBytes(n.podLogs)
+	cpu0, size0 := processCPU(b, n.pid), dirBytes(n.podLogs)
 	start := time.Now()
 	time.Sleep(window)
-	cpu1, size1 := processCPU(t, n.pid), dirBytes(n.podLogs)
+	cpu1, size1 := processCPU(b, n.pid), dirBytes(n.podLogs)
 	elapsed := time.Since(start)
 	logs, _ := filepath.Glob(filepath.Join(n.podLogs, "*", "*", "*"))
-	t.Logf("containerLogMaxSize %s, %d containers: berth CPU %.2fs over %.0fs (%.1f%% of a core); pod logs %d -> %d bytes (%d files)",
+	b.Logf("containerLogMaxSize %s, %d containers: berth CPU %.2fs over %.0fs (%.1f%% of a core); pod logs %d -> %d bytes (%d files)",
 		maxSize, pods*perPod, cpu1-cpu0, elapsed.Seconds(), 100*(cpu1-cpu0)/elapsed.Seconds(), size0, size1, len(logs))
+	b.ReportMetric((cpu1-cpu0)/elapsed.Seconds(), "berth-cores")
+	b.ReportMetric(float64(size1), "podlog-bytes")
 }
 
 // processCPU is the user and system CPU time of pid, in seconds.
-func processCPU(t *testing.T, pid int) float64 {
+func processCPU(t testing.TB, pid int) float64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
