@@ -192,8 +192,9 @@ func (n *node) evictPressureAfterwards(hog *v1.Pod, resourceName string, neighbo
 // available, and the hog's container above its request), the Guaranteed
 // neighbour keeps running, and the pressure clears once the hog's memory
 // is freed (its emptyDir goes with it). Then the same with a hog whose
-// memory request and limit are pod-level: the kubelet's message names the
-// pod's usage against its request too. The 2500 MiB limit of each bounds
+// memory request and limit are pod-level (the kubelet's message names the
+// pod's usage against its request too), and with a hog that is a sidecar,
+// a restartable init container. The 2500 MiB limit of each bounds
 // what the host can lose: this one has 24 GiB, of which 17 GiB available.
 func TestEvictionMemoryPressure(t *testing.T) {
 	cfg := newEvictPressureConfig(t, "memory.available", "100Mi", "")
@@ -233,6 +234,30 @@ func TestEvictionMemoryPressure(t *testing.T) {
 `, regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: (\S+), available: (\S+)\. `+
 		`Pod pod-hog was using (\S+), request is 16Mi, has larger consumption of memory\. `+
 		`Container hog was using \S+, request is 0, has larger consumption of memory\. $`))
+
+	// The hog is a sidecar (a restartable init container) above its
+	// request; the app beside it stays below its own. The kubelet names
+	// init containers too.
+	n.evictPressureMemoryHog(cfg, neighbourID, "sidecar-hog", `
+  initContainers:
+  - name: hog
+    image: `+busybox+`
+    restartPolicy: Always
+    command: ["sh", "-c", "`+evictPressureMemHogScript+`"]
+    resources:
+      requests: {memory: 16Mi}
+      limits: {memory: 2500Mi}
+    volumeMounts: [{name: mem, mountPath: /mem}]
+  containers:
+  - name: app
+    image: `+busybox+`
+    command: ["sleep", "3600"]
+    resources:
+      requests: {memory: 16Mi}
+      limits: {memory: 32Mi}
+  volumes: [{name: mem, emptyDir: {medium: Memory}}]
+`, regexp.MustCompile(`^The node was low on resource: memory\. Threshold quantity: (\S+), available: (\S+)\. `+
+		`Container hog was using (\S+), request is 16Mi, has larger consumption of memory\. $`))
 }
 
 // evictPressureMemHogScript writes 40 MiB a second into the memory-backed
@@ -259,7 +284,7 @@ func (n *node) evictPressureMemoryHog(cfg *evictPressureConfig, neighbourID, nam
 	started := n.waitAPIRunning(name, "", 60*time.Second)
 	startedAt := time.Now()
 	evicted, pressureAt := n.evictPressureWatch(name, v1.NodeMemoryPressure, 180*time.Second)
-	logs, _ := n.berth("logs", name)
+	logs, _ := n.berth("logs", name, "-c", "hog")
 	t.Logf("%s evicted %s after it started (MemoryPressure seen after %s); its last log lines: %q",
 		name, time.Since(startedAt).Round(time.Second), evictPressureSince(startedAt, pressureAt), tail(logs, 40))
 	t.Logf("message: %s", evicted.Status.Message)
