@@ -2,10 +2,12 @@ package eviction
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Reason is the reason of an evicted pod's status, of the Evicted event and
@@ -18,6 +20,7 @@ const (
 	nodeLowMessageFmt       = "The node was low on resource: %v. "
 	thresholdMetMessageFmt  = "Threshold quantity: %v, available: %v. "
 	containerMessageFmt     = "Container %s was using %s, request is %s, has larger consumption of %v. "
+	podMessageFmt           = "Pod %s was using %s, request is %s, has larger consumption of %v. "
 	nodeConditionMessageFmt = "The node had condition: %v. "
 )
 
@@ -30,12 +33,18 @@ const (
 	OffendingContainersUsageKey = "offending_containers_usage"
 	// StarvedResourceKey is the resource reclaimed.
 	StarvedResourceKey = "starved_resource"
+	// OffendingPodKey and OffendingPodUsageKey name a pod with a pod-level
+	// memory request, and its usage.
+	OffendingPodKey      = "offending_pod"
+	OffendingPodUsageKey = "offending_pod_usage"
 )
 
 // evictionMessage explains why pod is evicted to reclaim r: the resource,
-// the threshold and what was available, then every container using more of
-// it than it requests. The annotations say the same for tools; there are
-// none when the pod has no stats.
+// the threshold and what was available, then, for memory, the pod's usage
+// against its pod-level request when it has one (whatever the usage, as
+// the kubelet does), and every container, init containers included, using
+// more of it than it requests. The annotations say the same for tools;
+// there are none when the pod has no stats.
 func evictionMessage(r v1.ResourceName, pod *v1.Pod, stats statsFunc, thresholds []Threshold, obs observations) (string, map[string]string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, nodeLowMessageFmt, r)
@@ -47,10 +56,20 @@ func evictionMessage(r v1.ResourceName, pod *v1.Pod, stats statsFunc, thresholds
 	if !ok {
 		return b.String(), annotations
 	}
+	if podRequest, ok := podLevelRequest(pod, r); ok && podStats.Memory != nil {
+		usage := memoryUsage(podStats.Memory)
+		fmt.Fprintf(&b, podMessageFmt, pod.Name, &usage, &podRequest, r)
+		annotations[OffendingPodKey] = pod.Name
+		annotations[OffendingPodUsageKey] = usage.String()
+	}
+	// Init containers are judged too: a restartable one (a sidecar) runs
+	// beside the others, and an ephemeral container, which has no
+	// resources, is never blamed.
+	specs := slices.Concat(pod.Spec.Containers, pod.Spec.InitContainers)
 	var containers, usages []string
 	for _, cs := range podStats.Containers {
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
+		for i := range specs {
+			c := &specs[i]
 			if c.Name != cs.Name {
 				continue
 			}
@@ -77,6 +96,16 @@ func evictionMessage(r v1.ResourceName, pod *v1.Pod, stats statsFunc, thresholds
 	annotations[OffendingContainersUsageKey] = strings.Join(usages, ",")
 	annotations[StarvedResourceKey] = string(r)
 	return b.String(), annotations
+}
+
+// podLevelRequest is the pod-level request of r, which the kubelet names
+// in a memory eviction's message.
+func podLevelRequest(pod *v1.Pod, r v1.ResourceName) (resource.Quantity, bool) {
+	if r != v1.ResourceMemory || !resourcehelper.IsPodLevelResourcesSet(pod) {
+		return resource.Quantity{}, false
+	}
+	q, ok := pod.Spec.Resources.Requests[r]
+	return q, ok
 }
 
 // thresholdMetInfo is the first threshold on r that was observed, resolved

@@ -51,9 +51,11 @@ func makeObservations(summary *statsapi.Summary) (observations, statsFunc) {
 		fsObservations(obs, node.Runtime.ImageFs, SignalImageFsAvailable, SignalImageFsInodesFree)
 	}
 	if r := node.Rlimit; r != nil && r.MaxPID != nil && r.NumOfRunningProcesses != nil {
+		// Counts, not bytes: decimal, as the kubelet has them, so that an
+		// eviction message says "available: 31744", never "31Ki".
 		obs[SignalPIDAvailable] = observation{
-			available: resource.NewQuantity(*r.MaxPID-*r.NumOfRunningProcesses, resource.BinarySI),
-			capacity:  resource.NewQuantity(*r.MaxPID, resource.BinarySI),
+			available: resource.NewQuantity(*r.MaxPID-*r.NumOfRunningProcesses, resource.DecimalSI),
+			capacity:  resource.NewQuantity(*r.MaxPID, resource.DecimalSI),
 			time:      r.Time.Time,
 		}
 	}

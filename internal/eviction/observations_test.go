@@ -29,7 +29,8 @@ func TestMakeObservations(t *testing.T) {
 		{SignalNodeFsInodesFree, "900", "1k"},
 		{SignalImageFsAvailable, "5Gi", "50Gi"},
 		{SignalImageFsInodesFree, "90", "100"},
-		{SignalPIDAvailable, "4000", "4Ki"},
+		// Counts of processes are decimal, as the kubelet has them.
+		{SignalPIDAvailable, "4k", "4096"},
 	} {
 		o, ok := obs[tc.signal]
 		if !ok {
