@@ -87,15 +87,8 @@ func (r *FileRotator) rotate() error {
 		return fmt.Errorf("listing the logs beside %s: %w", r.path, err)
 	}
 	plan := planRotation(r.path, info.Size(), siblings, r.clk.Now(), r.policy)
-	for _, name := range plan.remove {
-		if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("removing an old log: %w", err)
-		}
-	}
-	for _, name := range plan.compress {
-		if err := compressFile(name); err != nil {
-			return err
-		}
+	if err := prune(plan); err != nil {
+		return err
 	}
 	if plan.rotated == "" {
 		return nil

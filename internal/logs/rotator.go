@@ -183,8 +183,9 @@ func (r *Rotator) rotateContainer(ctx context.Context, id string) error {
 	return r.apply(ctx, id, path, plan)
 }
 
-// apply carries out a rotation plan.
-func (r *Rotator) apply(ctx context.Context, id, path string, plan rotation) error {
+// prune carries out the first steps of a rotation plan, common to both
+// ways of rotating: the old logs removed, the rotated ones compressed.
+func prune(plan rotation) error {
 	for _, name := range plan.remove {
 		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("removing an old log: %w", err)
@@ -194,6 +195,14 @@ func (r *Rotator) apply(ctx context.Context, id, path string, plan rotation) err
 		if err := compressFile(name); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// apply carries out a rotation plan.
+func (r *Rotator) apply(ctx context.Context, id, path string, plan rotation) error {
+	if err := prune(plan); err != nil {
+		return err
 	}
 	if plan.rotated == "" {
 		return nil
