@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/devicemanager/checkpoint"
+	"github.com/berth-dev/berth/test/deviceplugin"
 )
 
 // When the device checkpoint is lost while berth is down (corrupt, or a
@@ -179,16 +180,7 @@ func TestDeviceCheckpointStaleCorrectedFromRuntime(t *testing.T) {
 	holder := n.waitRunning("holder", 60*time.Second)
 	n.wantWidgets(holder, "w0")
 
-	n.stop()
-	if err := checkpoint.Write(n.devicePlugins, before); err != nil {
-		t.Fatal(err)
-	}
-	registrations := p.Calls().Registrations
-	n.start()
-	if err := p.WaitRegistered(t.Context(), registrations+1); err != nil {
-		t.Fatalf("the plugin did not register again: %v", err)
-	}
-	n.waitAllocatable(3)
+	n.restartWithCheckpoint(p, before)
 
 	n.writeManifest("pair.yaml", widgetPod("pair", 2))
 	pair := n.waitRunning("pair", 60*time.Second)
@@ -240,16 +232,7 @@ func TestDeviceCheckpointStaleClaimOfAGonePodDropped(t *testing.T) {
 	holder := n.waitRunning("holder", 60*time.Second)
 	n.wantWidgets(holder, "w0")
 
-	n.stop()
-	if err := checkpoint.Write(n.devicePlugins, before); err != nil {
-		t.Fatal(err)
-	}
-	registrations := p.Calls().Registrations
-	n.start()
-	if err := p.WaitRegistered(t.Context(), registrations+1); err != nil {
-		t.Fatalf("the plugin did not register again: %v", err)
-	}
-	n.waitAllocatable(3)
+	n.restartWithCheckpoint(p, before)
 	var got []string
 	for _, a := range n.devices().Allocations {
 		got = append(got, a.PodUID+"="+strings.Join(a.DeviceIDs, ","))
@@ -257,4 +240,23 @@ func TestDeviceCheckpointStaleClaimOfAGonePodDropped(t *testing.T) {
 	if want := []string{string(holder.UID) + "=w0"}; !slices.Equal(got, want) {
 		t.Errorf("allocations after the stale checkpoint: %q, want %q (first was %s)", got, want, first.UID)
 	}
+}
+
+// restartWithCheckpoint stops berth, puts data back as its device
+// checkpoint, starts it again and waits for the plugin to register anew.
+func (n *node) restartWithCheckpoint(p *deviceplugin.Plugin, data []byte) {
+	t := n.t
+	t.Helper()
+	n.stop()
+	if err := checkpoint.Write(n.devicePlugins, data); err != nil {
+		t.Fatal(err)
+	}
+	registrations := p.Calls().Registrations
+	n.start()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.WaitRegistered(ctx, registrations+1); err != nil {
+		t.Fatalf("the plugin did not register again: %v", err)
+	}
+	n.waitAllocatable(3)
 }
