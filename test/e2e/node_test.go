@@ -237,7 +237,15 @@ func (n *node) cleanup() {
 			t.Errorf("cleanup: list sandboxes: %v", err)
 		}
 		for _, sb := range sbs {
-			if err := n.cri.StopPodSandbox(ctx, sb.Id); err != nil {
+			// containerd 1.6 may answer "ttrpc: closed" for a container whose
+			// shim connection is going down as it exits (a crash loop):
+			// asked again, it finds the task gone.
+			err := n.cri.StopPodSandbox(ctx, sb.Id)
+			for try := 0; err != nil && try < 3 && ctx.Err() == nil; try++ {
+				time.Sleep(time.Second)
+				err = n.cri.StopPodSandbox(ctx, sb.Id)
+			}
+			if err != nil {
 				t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
 			}
 			if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil {
