@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/reset"
 )
@@ -96,6 +97,10 @@ func resetOptions(cmd *cobra.Command) (reset.Options, error) {
 		return reset.Options{}, err
 	}
 	root := filepath.Clean(cfg.RootDir)
+	results := cnigc.DefaultResultsDir
+	if cfg.ContainerRuntimeEndpoint != "" {
+		results = "" // that runtime's CNI state is not berth's
+	}
 	return reset.Options{
 		RootDir:         root,
 		PodLogsDir:      cfg.PodLogsDir,
@@ -107,6 +112,7 @@ func resetOptions(cmd *cobra.Command) (reset.Options, error) {
 		DevicePluginDir: cfg.DevicePluginDir,
 		PodResourcesDir: cfg.PodResourcesDir,
 		RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
+		CNIResultsDir:   results,
 	}, nil
 }
 

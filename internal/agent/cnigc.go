@@ -38,6 +38,7 @@ func newNetworkGC(cfg *config.Config, rt *runtimeHandle, record func(eventType, 
 		Network: cnigc.Network{Name: cniNetworkName, PodCIDR: cidr},
 		Tables:  cnigc.IPTables{},
 		Leases:  cnigc.LeaseDir(filepath.Join(cniIPAMDir(cfg), cniNetworkName)),
+		Results: cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: cniNetworkName, IPAMDir: cniIPAMDir(cfg)},
 		Sandboxes: func(ctx context.Context) (map[string]bool, error) {
 			sbs, err := rt.cri.ListPodSandboxes(ctx, nil)
 			if err != nil {

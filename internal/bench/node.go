@@ -24,6 +24,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/adminapi"
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/runtime"
@@ -338,6 +339,10 @@ func (n *node) close() error {
 	}
 	errs = append(errs, hostclean.UnmountUnder(n.root), hostclean.RemoveCgroups(n.cgroupRoot))
 	_ = exec.Command("ip", "link", "del", n.bridge).Run() // exists only once a bridge pod ran
+	// The managed containerd caches its CNI results outside the root dir.
+	rc := cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: "berth", IPAMDir: filepath.Join(n.root, "cni", "ipam")}
+	_, err := rc.RemoveOwned()
+	errs = append(errs, err)
 	if n.logFile != nil {
 		n.logFile.Close()
 	}

@@ -40,6 +40,8 @@ type Options struct {
 	Network Network
 	Tables  Tables
 	Leases  Leases
+	// Results is libcni's result cache of the network; nil leaves it alone.
+	Results Results
 	// Sandboxes returns the IDs of every sandbox the runtime knows, in any
 	// state.
 	Sandboxes func(ctx context.Context) (map[string]bool, error)
@@ -164,8 +166,9 @@ func (c *Collector) RuntimeRestarted() {
 	}
 }
 
-// read returns what the nat table and the leases hold, by container ID.
-// An unreadable lease file is logged and left alone.
+// read returns what the nat table, the leases and the result cache hold,
+// by container ID. An unreadable lease or cache file is logged and left
+// alone.
 func (c *Collector) read(ctx context.Context) (map[string]*Held, error) {
 	save, err := c.o.Tables.SaveNAT(ctx)
 	if err != nil {
@@ -179,7 +182,24 @@ func (c *Collector) read(ctx context.Context) (map[string]*Held, error) {
 	if err != nil {
 		c.o.Log.Warn("some host-local leases could not be read; left alone", "err", err)
 	}
-	return Holdings(nat, leases, c.o.Network), nil
+	held := Holdings(nat, leases, c.o.Network)
+	if c.o.Results != nil {
+		owned, err := c.o.Results.Owned()
+		if err != nil {
+			c.o.Log.Warn("some CNI result cache entries could not be read; left alone", "err", err)
+		}
+		for _, id := range owned {
+			if held[id] == nil {
+				held[id] = &Held{ID: id}
+			}
+		}
+		// The loopback's entry names no IPAM dir: it goes with an ID
+		// that is this node's by its other state.
+		for id, h := range held {
+			h.Cache = c.o.Results.Files(id)
+		}
+	}
+	return held, nil
 }
 
 // pass reads the CNI state, then the runtime's sandboxes, and removes what
@@ -225,7 +245,8 @@ func (c *Collector) pass(ctx context.Context, quietAll bool, quiet map[string]bo
 }
 
 // remove deletes h's nat rules and chains, then its leases: an address is
-// leased again only once nothing of the old sandbox points at it.
+// leased again only once nothing of the old sandbox points at it. The
+// cached results go last: they record what the rest was.
 func (c *Collector) remove(ctx context.Context, h *Held) error {
 	if len(h.Rules) > 0 || len(h.Chains) > 0 {
 		if err := c.o.Tables.Restore(ctx, Script(h)); err != nil {
@@ -236,6 +257,9 @@ func (c *Collector) remove(ctx context.Context, h *Held) error {
 		if err := c.o.Leases.Release(ctx, Lease{IP: ip, ID: h.ID}); err != nil {
 			return err
 		}
+	}
+	if len(h.Cache) > 0 {
+		return c.o.Results.Remove(h.Cache)
 	}
 	return nil
 }
@@ -251,6 +275,9 @@ func describe(h *Held) string {
 	}
 	if len(h.Leases) > 0 {
 		parts = append(parts, "address lease "+strings.Join(h.Leases, ", "))
+	}
+	if len(h.Cache) > 0 {
+		parts = append(parts, fmt.Sprintf("%d CNI result cache files", len(h.Cache)))
 	}
 	return strings.Join(parts, "; ")
 }

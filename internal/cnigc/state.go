@@ -32,11 +32,14 @@ type Held struct {
 	Chains []string
 	// Leases are the addresses host-local leased to the ID.
 	Leases []string
+	// Cache are libcni's cached results of the ID's attachments (its
+	// loopback's too), by path.
+	Cache []string
 }
 
 // Empty reports whether nothing is held.
 func (h *Held) Empty() bool {
-	return len(h.Rules) == 0 && len(h.Chains) == 0 && len(h.Leases) == 0
+	return len(h.Rules) == 0 && len(h.Chains) == 0 && len(h.Leases) == 0 && len(h.Cache) == 0
 }
 
 // Holdings returns what the nat table and the leases hold for each

@@ -125,6 +125,8 @@ func (a *applier) do(ctx context.Context, k StepKind) error {
 		return removeNetNS(a.f.NetNS)
 	case RemoveRules:
 		return removeRules(ctx, a.o.Network, a.f.SandboxIDs)
+	case RemoveCNICache:
+		return resultCache(a.o).Remove(a.f.CNICache)
 	case DeleteBridge:
 		return deleteBridge(ctx, a.o.Bridge)
 	case Unmount:

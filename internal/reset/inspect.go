@@ -58,6 +58,7 @@ func Inspect(ctx context.Context, o Options) (Facts, error) {
 	f.Processes = processes(o)
 	f.NetNS = podNetNS(f.Processes)
 	f.Rules = berthRules(ctx, o.Network, f.SandboxIDs)
+	f.CNICache = cniCache(o, f.SandboxIDs)
 	f.Bridge = isBridge(o.Bridge)
 	f.Mounts = mountsUnder(o.RootDir)
 	f.Cgroups = cgroupDirs(o.CgroupRoot)
@@ -130,17 +131,45 @@ func allPids() []int {
 }
 
 // sandboxIDs are the sandboxes berth's state records: the CRI plugin's
-// metadata dirs and the containers host-local IPAM gave an address to. A
-// lease that cannot be read is skipped; the others still count.
+// metadata dirs, the containers host-local IPAM gave an address to, and
+// those libcni cached an attachment of berth's network for with this
+// root's IPAM dir. An entry that cannot be read is skipped; the others
+// still count.
 func sandboxIDs(o Options) []string {
 	ids := dirNames(filepath.Join(o.RootDir, "containerd", "root", criSandboxesDir))
-	leases, _ := cnigc.LeaseDir(filepath.Join(o.RootDir, "cni", "ipam", o.Network)).List()
+	leases, _ := cnigc.LeaseDir(filepath.Join(ipamDir(o), o.Network)).List()
 	for _, l := range leases {
 		if !slices.Contains(ids, l.ID) {
 			ids = append(ids, l.ID)
 		}
 	}
+	cached, _ := resultCache(o).Owned()
+	for _, id := range cached {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
 	return ids
+}
+
+// ipamDir is host-local's data dir in berth's conflist.
+func ipamDir(o Options) string { return filepath.Join(o.RootDir, "cni", "ipam") }
+
+func resultCache(o Options) cnigc.ResultCache {
+	return cnigc.ResultCache{Dir: o.CNIResultsDir, Network: o.Network, IPAMDir: ipamDir(o)}
+}
+
+// cniCache returns the cached CNI results of berth's sandboxes, the
+// loopback's among them; none without a results dir.
+func cniCache(o Options, ids []string) []string {
+	if o.CNIResultsDir == "" {
+		return nil
+	}
+	var out []string
+	for _, id := range ids {
+		out = append(out, resultCache(o).Files(id)...)
+	}
+	return out
 }
 
 // processes are berth's pods' and shims' processes: in its kubepods

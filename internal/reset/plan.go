@@ -36,6 +36,9 @@ type Options struct {
 	// RuntimeEndpoint is set when berth used a runtime it does not manage:
 	// only its own sandboxes (container.LabelManagedBy) are removed there.
 	RuntimeEndpoint string
+	// CNIResultsDir is libcni's result cache (cnigc.DefaultResultsDir),
+	// where the managed containerd caches each attachment of a sandbox.
+	CNIResultsDir string
 }
 
 // stateNames are the entries berth creates in its root dir. A copy that
@@ -82,6 +85,8 @@ type Facts struct {
 	// Rules are the iptables rules and chains of berth's sandboxes on its
 	// network, by sandbox.
 	Rules []*cnigc.Held
+	// CNICache are libcni's cached results of berth's sandboxes, by path.
+	CNICache []string
 	// Bridge: the configured bridge exists and is a bridge.
 	Bridge bool
 	// Mounts under the root dir; Cgroups are the kubepods cgroup dirs (and
@@ -101,6 +106,7 @@ const (
 	KillProcesses
 	RemoveNetNS
 	RemoveRules
+	RemoveCNICache
 	DeleteBridge
 	Unmount
 	RemoveCgroups
@@ -156,6 +162,9 @@ func Plan(o Options, f Facts) ([]Step, error) {
 	}
 	if len(f.Rules) > 0 {
 		add(RemoveRules, "delete %d iptables rules and chains of CNI network %q that name berth's pods", ruleCount(f.Rules), o.Network)
+	}
+	if len(f.CNICache) > 0 {
+		add(RemoveCNICache, "remove %d cached CNI results of berth's pods from %s", len(f.CNICache), o.CNIResultsDir)
 	}
 	if f.Bridge {
 		add(DeleteBridge, "delete the bridge %s", o.Bridge)

@@ -27,7 +27,7 @@ func TestPlan(t *testing.T) {
 		State: []string{"/var/lib/berth/containerd"}, ContainerdPID: 10, ContainerdState: true,
 		Processes: []int{20}, NetNS: []string{"/run/netns/cni-1"}, Rules: []*cnigc.Held{{ID: "1", Chains: []string{"CNI-1"}}},
 		Bridge: true, Mounts: []string{"/var/lib/berth/containerd/state/x"}, Cgroups: []string{"/sys/fs/cgroup/kubepods"},
-		PodLogDirs: []string{"/var/log/pods/a_b_u1"},
+		PodLogDirs: []string{"/var/log/pods/a_b_u1"}, CNICache: []string{"/var/lib/cni/results/berth-1-eth0"},
 	}
 	external := testOpts
 	external.RuntimeEndpoint = "unix:///run/crio.sock"
@@ -45,7 +45,7 @@ func TestPlan(t *testing.T) {
 		{"names but no state", testOpts, Facts{Bridge: true, Cgroups: []string{"/sys/fs/cgroup/kubepods"}}, nil, false},
 		{"running berth", testOpts, Facts{AdminSocketAnswers: true, State: []string{"x"}}, nil, true},
 		{"everything", testOpts, full,
-			[]StepKind{StopPods, StopContainerd, KillProcesses, RemoveNetNS, RemoveRules, DeleteBridge, Unmount, RemoveCgroups, RemovePodLogs, RemoveState}, false},
+			[]StepKind{StopPods, StopContainerd, KillProcesses, RemoveNetNS, RemoveRules, RemoveCNICache, DeleteBridge, Unmount, RemoveCgroups, RemovePodLogs, RemoveState}, false},
 		{"containerd state, none running", testOpts, Facts{State: []string{"/var/lib/berth/containerd"}, ContainerdState: true},
 			[]StepKind{StopPods, StopContainerd, RemoveState}, false},
 		// Processes in /kubepods with no state of berth: the kubelet's pods.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/hostclean"
 )
 
@@ -47,7 +48,17 @@ func (n *node) leftovers() Leftovers {
 	if out, err := commandOutput("iptables-save", "-t", "nat"); err == nil {
 		l.NAT = NATRulesFor(out, netip.MustParsePrefix(n.cidr))
 	}
+	rc := n.resultCache()
+	ids, _ := rc.Owned()
+	for _, id := range ids {
+		l.CNICache = append(l.CNICache, rc.Files(id)...)
+	}
 	return l
+}
+
+// resultCache is libcni's cache of the node's network attachments.
+func (n *node) resultCache() cnigc.ResultCache {
+	return cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: "berth", IPAMDir: filepath.Join(n.root, "cni", "ipam")}
 }
 
 func commandOutput(name string, args ...string) (string, error) {
@@ -155,6 +166,9 @@ func (n *node) cleanup() {
 		}
 	}
 	n.removeNAT()
+	if _, err := n.resultCache().RemoveOwned(); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
 	if t.Failed() {
 		n.keepLogs()
 	}

@@ -28,6 +28,9 @@ type Leftovers struct {
 	Veths          []string // interfaces still enslaved to the node's bridge
 	Netns          []string // network namespaces of the node's sandboxes still present
 	NAT            []string // iptables nat rules naming an address of the pod CIDR
+	// CNICache are libcni's cached results of the node's sandboxes, which
+	// the managed containerd writes outside the root dir.
+	CNICache []string
 }
 
 // Violations turns each leftover into a leak violation.
@@ -48,6 +51,7 @@ func (l Leftovers) Violations() []Violation {
 	add("mount", l.Mounts)
 	add("veth", l.Veths)
 	add("netns", l.Netns)
+	add("cached CNI result", l.CNICache)
 	for _, it := range l.NAT {
 		out = append(out, Violation{Kind: KindNATLeak, Detail: "nat rule " + it})
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/test/cluster"
@@ -279,6 +280,10 @@ func (n *Node) Cleanup() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = ipCmd(ctx, "link", "del", n.bridge) // it exists only once a pod had a network
+	// The managed containerd caches its CNI results outside the root dir.
+	rc := cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: "berth", IPAMDir: filepath.Join(n.Root, "cni", "ipam")}
+	_, err := rc.RemoveOwned()
+	errs = append(errs, err)
 	errs = append(errs, os.RemoveAll(n.Root))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("clean up node %s: %w", n.Name, err)

@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/imagebuild"
@@ -268,6 +269,12 @@ func (n *node) cleanup() {
 	if err := exec.Command("ip", "link", "del", n.bridge).Run(); err != nil {
 		// The bridge exists only once a non-host-network pod ran.
 		t.Logf("cleanup: no bridge %s to delete", n.bridge)
+	}
+	// The managed containerd caches its CNI results outside the root dir;
+	// a sandbox it never tore down (killed with it) leaves them.
+	rc := cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: "berth", IPAMDir: filepath.Join(n.root, "cni", "ipam")}
+	if removed, err := rc.RemoveOwned(); err != nil || removed > 0 {
+		t.Logf("cleanup: removed %d cached CNI results of the node's sandboxes: %v", removed, err)
 	}
 	if n.tmpfs {
 		if err := syscall.Unmount(n.root, 0); err != nil {

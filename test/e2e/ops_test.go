@@ -129,6 +129,9 @@ spec:
 	if save := iptablesSave(t); strings.Contains(save, sandboxID) {
 		t.Errorf("iptables rules of sandbox %s left:\n%s", sandboxID, save)
 	}
+	if left := cachedCNIResults(sandboxID); len(left) > 0 {
+		t.Errorf("cached CNI results of the sandbox left: %v", left)
+	}
 	if left := mountsBelow(n.root); len(left) > 0 {
 		t.Errorf("mounts left under %s: %v", n.root, left)
 	}
@@ -154,7 +157,8 @@ spec:
 // With no containerd to stop the pods through (it was killed, and cannot
 // be started: its binary is not in reset's PATH), berth reset kills the
 // pods' processes and shims and removes what the CNI plugins would have:
-// the pod's netns and its iptables rules, found by its sandbox id.
+// the pod's netns, its iptables rules and libcni's cached results, found
+// by its sandbox id.
 func TestResetWithoutContainerdKillsPods(t *testing.T) {
 	n := startNode(t)
 	n.writeManifest("bridged.yaml", fmt.Sprintf(`
@@ -174,6 +178,9 @@ spec:
 	netns := podNetNS(t, podPids)
 	if len(netns) != 1 || !strings.Contains(iptablesSave(t), sandboxID) {
 		t.Fatalf("pod netns %v, iptables rules of the sandbox: %v", netns, strings.Contains(iptablesSave(t), sandboxID))
+	}
+	if cached := cachedCNIResults(sandboxID); len(cached) != 2 {
+		t.Fatalf("cached CNI results of the sandbox: %v, want its network's and its loopback's", cached)
 	}
 	n.kill9()
 	n.cri.Close()
@@ -203,6 +210,9 @@ spec:
 	}
 	if save := iptablesSave(t); strings.Contains(save, sandboxID) {
 		t.Errorf("iptables rules of sandbox %s left:\n%s", sandboxID, save)
+	}
+	if left := cachedCNIResults(sandboxID); len(left) > 0 {
+		t.Errorf("cached CNI results of the sandbox left: %v", left)
 	}
 	if left := cgroupsOf(n.cgroupRoot); len(left) > 0 {
 		t.Errorf("cgroups left: %v", left)

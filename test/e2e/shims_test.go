@@ -11,6 +11,8 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/berth-dev/berth/internal/cnigc"
 )
 
 // containerd 1.6 forgets a shim whose container is gone from its metadata
@@ -25,6 +27,9 @@ import (
 func TestForgottenShimIsReaped(t *testing.T) {
 	n := startNode(t)
 	sandbox, shim := forgottenShimPod(t, n)
+	if cached := cachedCNIResults(sandbox); len(cached) != 2 {
+		t.Fatalf("cached CNI results of the sandbox: %v, want its network's and its loopback's", cached)
+	}
 
 	n.kill9()
 	n.removeManifest("web.yaml")
@@ -41,6 +46,22 @@ func TestForgottenShimIsReaped(t *testing.T) {
 	if log, _ := os.ReadFile(filepath.Join(n.root, "berth.log")); !strings.Contains(string(log), "killed a shim containerd no longer knows") {
 		t.Errorf("berth's log does not say it killed the shim")
 	}
+	// No CNI DEL ever came for the forgotten sandbox: berth's network GC
+	// removes its rules, its lease and libcni's cached results, which lie
+	// outside the root dir (/var/lib/cni/results).
+	waitFor(t, 30*time.Second, "the forgotten sandbox's network state collected", func() (bool, string) {
+		left := cachedCNIResults(sandbox)
+		if natHolds(t, sandbox) {
+			left = append(left, "nat rules")
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+}
+
+// cachedCNIResults are the files libcni cached for sandbox id.
+func cachedCNIResults(id string) []string {
+	found, _ := filepath.Glob(filepath.Join(cnigc.DefaultResultsDir, "*-"+id+"-*"))
+	return found
 }
 
 // A shim containerd forgets while berth runs (its sandbox removed through

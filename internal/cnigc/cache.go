@@ -1,0 +1,168 @@
+package cnigc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// DefaultResultsDir is where libcni caches the result of every
+	// attachment, as <network>-<container ID>-<interface>. containerd's CRI
+	// plugin does not let the dir be moved, so the managed containerd
+	// writes there, outside berth's root dir.
+	DefaultResultsDir = "/var/lib/cni/results"
+	// LoopbackNetwork is the network name containerd's CRI plugin gives
+	// the loopback attachment of every sandbox.
+	LoopbackNetwork = "cni-loopback"
+)
+
+// Results reads and removes libcni's cached results of one network.
+type Results interface {
+	// Owned returns the container IDs with a cached attachment of the
+	// network. An unreadable entry is skipped and named in the error.
+	Owned() ([]string, error)
+	// Files returns the cache files of id, of any network (its loopback's
+	// too).
+	Files(id string) []string
+	// Remove deletes files; one already gone is no error.
+	Remove(files []string) error
+}
+
+// ResultCache is libcni's result cache in Dir, read for the attachments of
+// Network whose host-local IPAM stored its leases in IPAMDir. Other berths
+// on the host (the end-to-end tests run many) use the same network name
+// with IPAM dirs under their own root dirs, so the dir, written in the
+// cached config, is what makes an attachment this node's.
+type ResultCache struct {
+	Dir, Network, IPAMDir string
+}
+
+// Owned implements Results.
+func (c ResultCache) Owned() ([]string, error) {
+	entries, err := os.ReadDir(c.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("CNI result cache: %w", err)
+	}
+	var ids []string
+	var errs []error
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), c.Network+"-") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(c.Dir, e.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted by a CNI DEL meanwhile
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CNI result cache: %w", err))
+			continue
+		}
+		entry, err := ParseCachedResult(data)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CNI result cache %s: %w", e.Name(), err))
+			continue
+		}
+		if entry.Network == c.Network && entry.Uses(c.IPAMDir) {
+			ids = append(ids, entry.ContainerID)
+		}
+	}
+	return ids, errors.Join(errs...)
+}
+
+// Files implements Results. Container IDs are hex digits, so the patterns
+// match no other container's files.
+func (c ResultCache) Files(id string) []string {
+	var out []string
+	for _, network := range []string{c.Network, LoopbackNetwork} {
+		found, _ := filepath.Glob(filepath.Join(c.Dir, network+"-"+id+"-*"))
+		out = append(out, found...)
+	}
+	return out
+}
+
+// Remove implements Results.
+func (c ResultCache) Remove(files []string) error {
+	var errs []error
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove CNI result cache: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CachedResult is what berth reads of one libcni cache file.
+type CachedResult struct {
+	ContainerID string
+	Network     string
+	// IPAMDirs are the host-local data dirs of the attachment's plugins.
+	IPAMDirs []string
+}
+
+// Uses reports whether the attachment's IPAM stored its leases in dir.
+func (r CachedResult) Uses(dir string) bool {
+	for _, d := range r.IPAMDirs {
+		if filepath.Clean(d) == filepath.Clean(dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseCachedResult reads a libcni cache file (kind cniCacheV1): the
+// container, the network and, from the network config it embeds (a
+// conflist or a single plugin's conf), each plugin's IPAM data dir.
+func ParseCachedResult(data []byte) (CachedResult, error) {
+	var file struct {
+		Kind        string `json:"kind"`
+		ContainerID string `json:"containerId"`
+		Network     string `json:"networkName"`
+		Config      []byte `json:"config"` // base64 in the file
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return CachedResult{}, err
+	}
+	if file.Kind != "cniCacheV1" || file.ContainerID == "" {
+		return CachedResult{}, fmt.Errorf("not a libcni cache entry (kind %q, container %q)", file.Kind, file.ContainerID)
+	}
+	type plugin struct {
+		IPAM struct {
+			DataDir string `json:"dataDir"`
+		} `json:"ipam"`
+	}
+	var config struct {
+		plugin
+		Plugins []plugin `json:"plugins"`
+	}
+	if err := json.Unmarshal(file.Config, &config); err != nil {
+		return CachedResult{}, fmt.Errorf("its network config: %w", err)
+	}
+	r := CachedResult{ContainerID: file.ContainerID, Network: file.Network}
+	for _, p := range append(config.Plugins, config.plugin) {
+		if p.IPAM.DataDir != "" {
+			r.IPAMDirs = append(r.IPAMDirs, p.IPAM.DataDir)
+		}
+	}
+	return r, nil
+}
+
+// RemoveOwned removes the cached results of every attachment Owned
+// returns, with their loopbacks', and returns how many files went. It is
+// for a node's root dir that is being removed as a whole (the test
+// harnesses' clean-up), where no sandbox of it can live on.
+func (c ResultCache) RemoveOwned() (int, error) {
+	ids, err := c.Owned()
+	var files []string
+	for _, id := range ids {
+		files = append(files, c.Files(id)...)
+	}
+	return len(files), errors.Join(err, c.Remove(files))
+}
