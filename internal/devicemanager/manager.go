@@ -268,7 +268,12 @@ func (m *Manager) restore(ctx context.Context) error {
 		m.resources[name] = &pluginResource{devices: map[string]*pluginapi.Device{}, disconnectedAt: now}
 	}
 	pods := m.pods.pods().Len()
-	snap := m.snapshotLocked()
+	// Nothing to record yet without a checkpoint or an allocation.
+	record := data != nil || len(merged) > 0
+	var snap checkpointSnapshot
+	if record {
+		snap = m.snapshotLocked()
+	}
 	m.mu.Unlock()
 	m.writeMu.Lock()
 	m.written = data
@@ -290,8 +295,8 @@ func (m *Manager) restore(ctx context.Context) error {
 				path, len(corrected), strings.Join(corrected, "; ")))
 	}
 	m.log.Info("restored device allocations", "file", path, "pods", pods)
-	if data == nil && len(merged) == 0 {
-		return nil // nothing to record yet
+	if !record {
+		return nil
 	}
 	// Written at once when it changed, and in today's format.
 	return m.writeCheckpoint(snap)
@@ -442,15 +447,16 @@ func (m *Manager) UpdateAllocatedDevices() {
 	}
 	m.mu.Lock()
 	gone = slices.DeleteFunc(gone, func(uid string) bool { return m.inflight[uid] > 0 || m.touched[uid] > asOf })
+	if len(gone) == 0 {
+		m.mu.Unlock()
+		return
+	}
 	m.pods.delete(gone...)
 	for _, uid := range gone {
 		delete(m.touched, uid)
 	}
 	snap := m.snapshotLocked()
 	m.mu.Unlock()
-	if len(gone) == 0 {
-		return
-	}
 	m.log.Info("freed the devices of pods that are gone", "pods", gone)
 	if err := m.writeCheckpoint(snap); err != nil {
 		m.log.Error("writing the device checkpoint", "err", err)
