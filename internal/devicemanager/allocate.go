@@ -93,7 +93,9 @@ func (m *Manager) Admit(ctx context.Context, pod *v1.Pod) error {
 //     taken by another pod, gone unhealthy, or its plugin gone) is planned
 //     around here, with no second round of questions, since advice is
 //     only advice; what can no longer be satisfied fails as it would have
-//     in step 1;
+//     in step 1. (The kubelet chooses among the devices it read before it
+//     asked for the preference, with its lock released meanwhile: it may
+//     hand out a device that went unhealthy during the question.)
 //  3. ask each plugin to Allocate (no lock); reserved devices are in use
 //     for every other allocation meanwhile;
 //  4. record the answers and free the reservation (lock), then write the

@@ -2,6 +2,7 @@ package devicemanager
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -29,7 +30,8 @@ type fakeClient struct {
 	// entered gets the name of each call as it starts; buffered.
 	entered chan string
 	// allocGate and preferGate, when not nil, hold Allocate and
-	// GetPreferredAllocation until closed.
+	// GetPreferredAllocation until closed. A call reads its gate before it
+	// says it entered, so a test may change the gate once it knows.
 	allocGate, preferGate chan struct{}
 	// prefer answers GetPreferredAllocation: by default, the lowest IDs.
 	prefer func(available []string, size int) []string
@@ -55,8 +57,9 @@ func (f *fakeClient) wait(ctx context.Context, gate chan struct{}) error {
 }
 
 func (f *fakeClient) GetPreferredAllocation(ctx context.Context, in *pluginapi.PreferredAllocationRequest, _ ...grpc.CallOption) (*pluginapi.PreferredAllocationResponse, error) {
+	gate := f.preferGate
 	f.entered <- "GetPreferredAllocation"
-	if err := f.wait(ctx, f.preferGate); err != nil {
+	if err := f.wait(ctx, gate); err != nil {
 		return nil, err
 	}
 	req := in.ContainerRequests[0]
@@ -68,8 +71,9 @@ func (f *fakeClient) GetPreferredAllocation(ctx context.Context, in *pluginapi.P
 }
 
 func (f *fakeClient) Allocate(ctx context.Context, in *pluginapi.AllocateRequest, _ ...grpc.CallOption) (*pluginapi.AllocateResponse, error) {
+	gate := f.allocGate
 	f.entered <- "Allocate"
-	if err := f.wait(ctx, f.allocGate); err != nil {
+	if err := f.wait(ctx, gate); err != nil {
 		return nil, err
 	}
 	ids := in.ContainerRequests[0].DevicesIds
@@ -363,5 +367,117 @@ func TestOlderSnapshotNeverOverwritesANewerOne(t *testing.T) {
 	entries, _, _, err := checkpoint.Decode(data)
 	if err != nil || len(entries) != 2 {
 		t.Errorf("the checkpoint has %+v (%v), want the newer snapshot's two entries", entries, err)
+	}
+}
+
+// What changes between the plan and the reservation is planned around on
+// the state of the moment, with the advice already given; what can no
+// longer be satisfied fails as it would have at first.
+func TestChangesWhilePlanningArePlannedAround(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		change   func(m *Manager, ep *endpoint)
+		want     []string
+		wantErr  string
+		notReady bool
+	}{{
+		name: "the preferred device went unhealthy",
+		change: func(m *Manager, ep *endpoint) {
+			m.updateDevices(ep, []*pluginapi.Device{{ID: "w0", Health: pluginapi.Unhealthy},
+				{ID: "w1", Health: pluginapi.Healthy}, {ID: "w2", Health: pluginapi.Healthy}})
+		},
+		want: []string{"w1"},
+	}, {
+		name: "the preferred device was taken",
+		change: func(m *Manager, ep *endpoint) {
+			m.mu.Lock()
+			m.pods.insert("other", "c0", widget, checkpoint.DevicesPerNUMA{nodeWithoutTopology: {"w0"}}, &pluginapi.ContainerAllocateResponse{})
+			m.mu.Unlock()
+		},
+		want: []string{"w1"},
+	}, {
+		name: "too few devices are left",
+		change: func(m *Manager, ep *endpoint) {
+			m.updateDevices(ep, []*pluginapi.Device{{ID: "w0", Health: pluginapi.Unhealthy}})
+		},
+		wantErr: "requested number of devices unavailable for example.com/widget. Requested: 1, Available: 0",
+	}, {
+		name:     "the plugin went away",
+		change:   func(m *Manager, ep *endpoint) { m.disconnected(ep, context.Canceled) },
+		notReady: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newBareManager(t, nil, nil)
+			f := newFakeClient()
+			f.preferGate = make(chan struct{})
+			f.prefer = func([]string, int) []string { return []string{"w0"} }
+			ep := addFake(t, m, widget, f, true, "w0", "w1", "w2")
+
+			done := make(chan error, 1)
+			go func() { done <- m.Admit(t.Context(), podWith("a", 1)) }()
+			f.awaitCall(t, "GetPreferredAllocation")
+			tc.change(m, ep)
+			close(f.preferGate)
+			err := <-done
+
+			var nr *NotReadyError
+			switch {
+			case tc.notReady:
+				if !errors.As(err, &nr) || !nr.Known {
+					t.Fatalf("err = %v, want a NotReadyError for a known resource", err)
+				}
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			}
+			if got := held(m, "a"); !slices.Equal(got, tc.want) {
+				t.Errorf("pod a holds %v, want %v", got, tc.want)
+			}
+			if got := f.allocated(); tc.want != nil && (len(got) != 1 || !slices.Equal(got[0], tc.want)) {
+				t.Errorf("Allocate was asked for %v, want %v once", got, tc.want)
+			}
+			if len(m.reserved) != 0 || len(m.inflight) != 0 {
+				t.Errorf("reservations left behind: %v %v", m.reserved, m.inflight)
+			}
+		})
+	}
+}
+
+// The devices an allocation in flight asks its plugin for are not given
+// to anyone else meanwhile, and are free again if the plugin says no.
+func TestReservedDevicesAreNotGivenMeanwhile(t *testing.T) {
+	m := newBareManager(t, nil, nil)
+	f := newFakeClient()
+	f.allocGate = make(chan struct{})
+	addFake(t, m, widget, f, false, "w0", "w1")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	held0 := make(chan error, 1)
+	go func() { held0 <- m.Admit(ctx, podWith("a", 1)) }()
+	f.awaitCall(t, "Allocate")
+
+	f.allocGate = nil // the next call is answered at once
+	if err := m.Admit(t.Context(), podWith("b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(m, "b"); !slices.Equal(got, []string{"w1"}) {
+		t.Errorf("pod b holds %v, want [w1]: w0 is reserved for pod a", got)
+	}
+	if err := m.Admit(t.Context(), podWith("c", 1)); err == nil {
+		t.Errorf("pod c was admitted with every device held or reserved: %v", held(m, "c"))
+	}
+
+	cancel() // pod a's Allocate fails: w0 is free again
+	if err := <-held0; err == nil {
+		t.Fatal("pod a's admission succeeded with its Allocate cancelled")
+	}
+	if err := m.Admit(t.Context(), podWith("c", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(m, "c"); !slices.Equal(got, []string{"w0"}) {
+		t.Errorf("pod c holds %v, want [w0]", got)
 	}
 }
