@@ -114,14 +114,14 @@ func (f *fakeClient) awaitCall(t *testing.T, call string) {
 
 // newBareManager is a manager that is not started: its plugins are
 // fakeClients added by addFake.
-func newBareManager(t *testing.T, active func(types.UID) bool, events EventRecorder) *Manager {
+func newBareManager(t testing.TB, active func(types.UID) bool, events EventRecorder) *Manager {
 	t.Helper()
 	return New(Options{Dir: t.TempDir(), Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)),
 		Log: slog.New(slog.DiscardHandler), Events: events, Active: active})
 }
 
 // addFake connects f as the plugin of resource, with healthy devices ids.
-func addFake(t *testing.T, m *Manager, resource string, f *fakeClient, preferred bool, ids ...string) *endpoint {
+func addFake(t testing.TB, m *Manager, resource string, f *fakeClient, preferred bool, ids ...string) *endpoint {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	ep := &endpoint{resource: resource, socket: resource + ".sock", client: f, ctx: ctx, cancel: cancel,
