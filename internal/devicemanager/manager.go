@@ -82,21 +82,38 @@ type Manager struct {
 	// runtime is read once, by Start.
 	runtime ContainerLister
 
-	// allocMu makes each allocation (choose, ask the plugin, record) one
-	// step, so two pods never get the same device.
-	allocMu sync.Mutex
-
+	// mu guards the state below. It is held only to read or change it:
+	// never across a call to a plugin, a file write, or a callback into
+	// another package (Active, Events), which may take their own locks.
 	mu        sync.Mutex
 	resources map[string]*pluginResource
 	pods      podDevices
-	// written is the checkpoint as last read or written, so that a write
-	// of the same content is skipped.
-	written []byte
+	// reserved are, per resource, the devices that allocations in flight
+	// have chosen and are asking their plugin for: no one else gets them.
+	reserved map[string]sets.Set[string]
+	// inflight counts the allocations in flight per pod UID, and touched
+	// is when (in gen) each pod's allocations last changed: a pod found
+	// inactive is freed only if neither says it was admitted meanwhile.
+	inflight map[string]int
+	touched  map[string]uint64
+	gen      uint64
+	// snapshots numbers the checkpoint snapshots, in the order of the
+	// state they were taken from.
+	snapshots uint64
 	// ctx bounds the endpoints; closed is set once berth stops taking
 	// registrations.
 	ctx    context.Context
 	closed bool
 	wg     sync.WaitGroup
+
+	// writeMu orders the checkpoint writes, and guards written and
+	// writtenSeq: the checkpoint as last read or written, so that a write
+	// of the same content is skipped, and its snapshot's number, so that
+	// an older snapshot never overwrites a newer one. It is never held
+	// while taking mu.
+	writeMu    sync.Mutex
+	written    []byte
+	writtenSeq uint64
 }
 
 // pluginResource is what berth knows of one resource name.
@@ -142,6 +159,9 @@ func New(opts Options) *Manager {
 		dir: opts.Dir, clk: opts.Clock, log: opts.Log, events: opts.Events, active: opts.Active, runtime: opts.Runtime,
 		resources: map[string]*pluginResource{},
 		pods:      podDevices{},
+		reserved:  map[string]sets.Set[string]{},
+		inflight:  map[string]int{},
+		touched:   map[string]uint64{},
 	}
 }
 
@@ -241,17 +261,27 @@ func (m *Manager) restore(ctx context.Context) error {
 	}
 	merged, corrected := reconcile(saved, running)
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, err := range m.pods.fromCheckpointData(merged) {
-		m.log.Warn("skipping a device allocation", "file", path, "err", err)
-	}
+	loadErrs := m.pods.fromCheckpointData(merged)
 	now := m.clk.Now()
 	for name := range registered {
 		// Known, with no device until its plugin registers again.
 		m.resources[name] = &pluginResource{devices: map[string]*pluginapi.Device{}, disconnectedAt: now}
 	}
-	m.written = data
 	pods := m.pods.pods().Len()
+	// Nothing to record yet without a checkpoint or an allocation.
+	record := data != nil || len(merged) > 0
+	var snap checkpointSnapshot
+	if record {
+		snap = m.snapshotLocked()
+	}
+	m.mu.Unlock()
+	m.writeMu.Lock()
+	m.written = data
+	m.writeMu.Unlock()
+
+	for _, err := range loadErrs {
+		m.log.Warn("skipping a device allocation", "file", path, "err", err)
+	}
 	switch {
 	case data == nil && len(running) > 0:
 		m.log.Info("recovered device allocations from the runtime's containers", "allocations", len(running), "pods", pods)
@@ -265,11 +295,11 @@ func (m *Manager) restore(ctx context.Context) error {
 				path, len(corrected), strings.Join(corrected, "; ")))
 	}
 	m.log.Info("restored device allocations", "file", path, "pods", pods)
-	if data == nil && len(merged) == 0 {
-		return nil // nothing to record yet
+	if !record {
+		return nil
 	}
 	// Written at once when it changed, and in today's format.
-	return m.writeCheckpointLocked()
+	return m.writeCheckpoint(snap)
 }
 
 // load reads the checkpoint's allocations and registered resources, and
@@ -336,23 +366,50 @@ func (m *Manager) quarantine(path string, cause error) error {
 	return nil
 }
 
-// writeCheckpointLocked writes the checkpoint when its content changed.
-func (m *Manager) writeCheckpointLocked() error {
-	registered := map[string][]string{}
+// checkpointSnapshot is the checkpoint's content as of one state of the
+// manager, numbered in the order of the states.
+type checkpointSnapshot struct {
+	seq        uint64
+	entries    []checkpoint.PodDevicesEntry
+	registered map[string][]string
+}
+
+// snapshotLocked copies what the checkpoint records now.
+func (m *Manager) snapshotLocked() checkpointSnapshot {
+	m.snapshots++
+	registered := make(map[string][]string, len(m.resources))
 	for name, r := range m.resources {
 		registered[name] = sets.List(r.healthy())
 	}
-	data, err := checkpoint.Encode(m.pods.toCheckpointData(), registered)
+	return checkpointSnapshot{seq: m.snapshots, entries: m.pods.toCheckpointData(), registered: registered}
+}
+
+// touchLocked notes that a pod's allocations changed.
+func (m *Manager) touchLocked(uid string) {
+	m.gen++
+	m.touched[uid] = m.gen
+}
+
+// writeCheckpoint writes snap when its content changed, unless a newer
+// snapshot is written already: that one holds every change snap does.
+// Callers do not hold mu.
+func (m *Manager) writeCheckpoint(snap checkpointSnapshot) error {
+	data, err := checkpoint.Encode(snap.entries, snap.registered)
 	if err != nil {
 		return fmt.Errorf("encoding the device checkpoint: %w", err)
 	}
-	if bytes.Equal(data, m.written) {
+	m.writeMu.Lock()
+	defer m.writeMu.Unlock()
+	if snap.seq <= m.writtenSeq {
 		return nil
 	}
-	if err := checkpoint.Write(m.dir, data); err != nil {
-		return fmt.Errorf("writing the device checkpoint: %w", err)
+	if !bytes.Equal(data, m.written) {
+		if err := checkpoint.Write(m.dir, data); err != nil {
+			return fmt.Errorf("writing the device checkpoint: %w", err)
+		}
+		m.written = data
 	}
-	m.written = data
+	m.writtenSeq = snap.seq
 	return nil
 }
 
@@ -371,13 +428,16 @@ func (m *Manager) forgetExpiredLocked() {
 
 // UpdateAllocatedDevices frees the devices of pods that are no longer
 // active (terminated, deleted, rejected) and forgets resources whose plugin
-// is gone for good.
+// is gone for good. Active is asked with no lock held; a pod whose
+// allocations changed meanwhile, or are being made, is left for the next
+// call: it is being admitted.
 func (m *Manager) UpdateAllocatedDevices() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.forgetExpiredLocked()
+	uids, asOf := sets.List(m.pods.pods()), m.gen
+	m.mu.Unlock()
 	var gone []string
-	for _, uid := range sets.List(m.pods.pods()) {
+	for _, uid := range uids {
 		if !m.active(types.UID(uid)) {
 			gone = append(gone, uid)
 		}
@@ -385,9 +445,20 @@ func (m *Manager) UpdateAllocatedDevices() {
 	if len(gone) == 0 {
 		return
 	}
+	m.mu.Lock()
+	gone = slices.DeleteFunc(gone, func(uid string) bool { return m.inflight[uid] > 0 || m.touched[uid] > asOf })
+	if len(gone) == 0 {
+		m.mu.Unlock()
+		return
+	}
 	m.pods.delete(gone...)
+	for _, uid := range gone {
+		delete(m.touched, uid)
+	}
+	snap := m.snapshotLocked()
+	m.mu.Unlock()
 	m.log.Info("freed the devices of pods that are gone", "pods", gone)
-	if err := m.writeCheckpointLocked(); err != nil {
+	if err := m.writeCheckpoint(snap); err != nil {
 		m.log.Error("writing the device checkpoint", "err", err)
 	}
 }

@@ -153,6 +153,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// checkpointWritten waits until the checkpoint holds the manager's state
+// as of now: a change is visible before the checkpoint write that follows
+// it, as in the kubelet, since the file is written with no lock held.
+func checkpointWritten(t *testing.T, m *Manager) {
+	t.Helper()
+	m.mu.Lock()
+	want := m.snapshots
+	m.mu.Unlock()
+	eventually(t, "the checkpoint is written", func() bool {
+		m.writeMu.Lock()
+		defer m.writeMu.Unlock()
+		return m.writtenSeq >= want
+	})
+}
+
 func allocatable(m *Manager, name string) int64 {
 	_, alloc := m.Capacity()
 	q, ok := alloc[v1.ResourceName(name)]
@@ -197,6 +212,7 @@ func TestRegistrationAndHealth(t *testing.T) {
 		t.Errorf("capacity = %s, want 3: unhealthy devices still count", q.String())
 	}
 	// The checkpoint lists the healthy devices, as the kubelet's does.
+	checkpointWritten(t, m.Manager)
 	data, err := checkpoint.Read(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -435,6 +451,7 @@ func TestRestartKeepsAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the plugin re-registered", func() bool { return allocatable(m2.Manager, widget) == 3 })
+	checkpointWritten(t, m2.Manager)
 	after, err := checkpoint.Read(dir)
 	if err != nil || string(after) != string(before) {
 		t.Errorf("the checkpoint changed across a restart:\nbefore %s\nafter  %s", before, after)

@@ -122,31 +122,37 @@ func validateDevices(devs []*pluginapi.Device) error {
 // updateDevices takes a new device list from ep's plugin.
 func (m *Manager) updateDevices(ep *endpoint, devs []*pluginapi.Device) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	r := m.resources[ep.resource]
 	if r == nil || r.ep != ep {
+		m.mu.Unlock()
 		return // replaced meanwhile
 	}
-	if err := validateDevices(devs); err != nil {
-		if r.invalid == "" {
-			m.log.Warn("device plugin sent an invalid device list; its devices are unhealthy until it sends a valid one",
-				"resource", ep.resource, "err", err)
-			m.nodeEvent(v1.EventTypeWarning, ReasonInvalidDeviceList,
-				fmt.Sprintf("Device plugin for %q sent an invalid device list: %v", ep.resource, err))
-		}
+	err := validateDevices(devs)
+	newlyInvalid := err != nil && r.invalid == ""
+	before := r.healthy().Len()
+	if err != nil {
 		r.invalid = err.Error()
 	} else {
-		before := r.healthy().Len()
 		r.invalid = ""
 		r.devices = make(map[string]*pluginapi.Device, len(devs))
 		for _, d := range devs {
 			r.devices[d.ID] = d
 		}
-		if after := r.healthy().Len(); after != before || len(devs) != before {
-			m.log.Info("device list updated", "resource", ep.resource, "devices", len(devs), "healthy", after)
-		}
 	}
-	if err := m.writeCheckpointLocked(); err != nil {
+	after := r.healthy().Len()
+	snap := m.snapshotLocked()
+	m.mu.Unlock()
+
+	switch {
+	case newlyInvalid:
+		m.log.Warn("device plugin sent an invalid device list; its devices are unhealthy until it sends a valid one",
+			"resource", ep.resource, "err", err)
+		m.nodeEvent(v1.EventTypeWarning, ReasonInvalidDeviceList,
+			fmt.Sprintf("Device plugin for %q sent an invalid device list: %v", ep.resource, err))
+	case err == nil && (after != before || len(devs) != before):
+		m.log.Info("device list updated", "resource", ep.resource, "devices", len(devs), "healthy", after)
+	}
+	if err := m.writeCheckpoint(snap); err != nil {
 		m.log.Error("writing the device checkpoint", "err", err)
 	}
 }
@@ -155,18 +161,21 @@ func (m *Manager) updateDevices(ep *endpoint, devs []*pluginapi.Device) {
 // another registration replaced it or berth is stopping.
 func (m *Manager) disconnected(ep *endpoint, err error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	r := m.resources[ep.resource]
 	if r == nil || r.ep != ep || m.closed {
+		m.mu.Unlock()
 		return
 	}
 	r.ep = nil
 	r.disconnectedAt = m.clk.Now()
+	snap := m.snapshotLocked()
+	m.mu.Unlock()
+
 	m.log.Warn("device plugin went away; its devices are unhealthy until it registers again",
 		"resource", ep.resource, "forgottenAfter", endpointGracePeriod.String(), "err", err)
 	m.nodeEvent(v1.EventTypeWarning, ReasonPluginDisconnected,
 		fmt.Sprintf("Device plugin for %q went away (%v); its devices are unhealthy until it registers again", ep.resource, err))
-	if err := m.writeCheckpointLocked(); err != nil {
+	if err := m.writeCheckpoint(snap); err != nil {
 		m.log.Error("writing the device checkpoint", "err", err)
 	}
 }
