@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/admission"
+	"github.com/berth-dev/berth/internal/lifecycle"
 )
 
 // noteAdopted explains the admission of a pod berth found already running.
@@ -16,8 +19,10 @@ const noteAdopted = "admitted without checks: it was running (or stopped for goo
 // resources, and the one place new pods are admitted: in order, one at a
 // time, each against what the pods admitted before it hold, so that a batch
 // of pods is decided as the kubelet decides it, and the same way each time.
-// Owned by the sync loop.
+// Each is decided by the admission pipeline (internal/lifecycle), the
+// kubelet's admit handlers. Owned by the sync loop.
 type admitter struct {
+	pipeline lifecycle.Pipeline
 	seq      int
 	admitted map[types.UID]*admittedPod
 	// results are the decisions about the desired pods, for describe.
@@ -31,8 +36,9 @@ type admittedPod struct {
 	seq  int
 }
 
-func newAdmitter() *admitter {
+func newAdmitter(pipeline lifecycle.Pipeline) *admitter {
 	return &admitter{
+		pipeline: pipeline,
 		admitted: map[types.UID]*admittedPod{},
 		results:  map[types.UID]admission.Result{},
 		victims:  map[types.UID]bool{},
@@ -49,8 +55,6 @@ type admitEnv struct {
 	// stopped pods when it started: it was admitted before, and is never
 	// checked again.
 	adopted func(uid types.UID) bool
-	// sysctls are the sysctls pods may set; nil allows none.
-	sysctls *admission.SysctlAllowlist
 }
 
 // preemption is a decided preemption to carry out: kill the victims, then
@@ -87,12 +91,7 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		if p := prev[key(pod)]; p != nil {
 			replaced = p.pod.UID
 		}
-		if res, bad := refusal(pod, env.node, env.sysctls); bad {
-			a.results[pod.UID] = res
-			e.rejected = &res
-			continue
-		}
-		res := admission.Admit(info, admission.Node{Node: env.node, Active: a.active(replaced, env.terminal)})
+		res := a.pipeline.Admit(&lifecycle.PodAdmitAttributes{Pod: info, Node: env.node, OtherPods: a.active(replaced, env.terminal)})
 		a.results[pod.UID] = res
 		if !res.Admit {
 			e.rejected = &res
@@ -175,4 +174,21 @@ func (a *admitter) prune(desired desiredSet, kept func(types.UID) bool) {
 func (a *admitter) result(uid types.UID) (admission.Result, bool) {
 	r, ok := a.results[uid]
 	return r, ok
+}
+
+// nodeSysctls is the node's sysctl allowlist, built as the kubelet builds
+// it at start-up (NewMainKubelet): the safe sysctls for the running kernel
+// (SafeSysctlAllowlist) and the allowed unsafe ones. A kernel version that
+// cannot be read leaves out the safe sysctls that depend on it, as the
+// kubelet does, rather than stopping berth.
+func nodeSysctls(allowedUnsafe []string, log *slog.Logger) (*admission.SysctlAllowlist, error) {
+	kernel, err := admission.KernelVersion()
+	if err != nil {
+		log.Error("the kernel version is unknown: the safe sysctls namespaced only from some version on are not allowed", "err", err)
+	}
+	sysctls, err := admission.NewSysctlAllowlist(append(admission.SafeSysctls(kernel), allowedUnsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("sysctl allowlist: %w", err)
+	}
+	return sysctls, nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/lifecycle"
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/v1helper"
 )
@@ -64,7 +65,7 @@ func rejectedReasons(s desiredSet) map[string]string {
 }
 
 func TestAdmitInOrderAgainstWhatEarlierPodsHold(t *testing.T) {
-	a := newAdmitter()
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil))
 	// b and c are named after a: a batch is admitted by name, so a and b
 	// take the two pod slots whatever order the snapshot lists them in.
 	next := desiredFrom(snapshot(sized("c", "3", ""), sized("a", "1", ""), sized("b", "2", "")), nil)
@@ -143,7 +144,7 @@ func TestAdmitCountsWhatHoldsResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newAdmitter()
+			a := newAdmitter(lifecycle.NewPipeline(nil, nil))
 			node := testNode("2", 110)
 			prev := desiredFrom(snapshot(tt.prev...), nil)
 			a.admit(prev, nil, env(node, nil, nil))
@@ -163,7 +164,7 @@ func TestAdmitCountsWhatHoldsResources(t *testing.T) {
 }
 
 func TestAdmitCriticalPodPreempts(t *testing.T) {
-	a := newAdmitter()
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil))
 	node := testNode("2", 110)
 	prev := desiredFrom(snapshot(sized("small", "1", "500m"), sized("big", "2", "1500m")), nil)
 	a.admit(prev, nil, env(node, nil, nil))
@@ -199,7 +200,7 @@ func TestAdmitCriticalPodPreempts(t *testing.T) {
 }
 
 func TestAdmitCriticalPodThatCannotFit(t *testing.T) {
-	a := newAdmitter()
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil))
 	node := testNode("2", 110)
 	static := sized("static", "1", "1500m")
 	static.Annotations[v1helper.ConfigSourceAnnotationKey] = v1helper.FileSource
@@ -230,7 +231,7 @@ func TestAdmissionDeviceResourcesOnlyOfConnectedPlugins(t *testing.T) {
 // A critical pod still waiting for its victims may itself be preempted by a
 // more important one: it then never starts, and holds nothing.
 func TestAdmitWaitingPreemptorPreempted(t *testing.T) {
-	a := newAdmitter()
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil))
 	node := testNode("2", 110)
 	prev := desiredFrom(snapshot(sized("big", "1", "2")), nil)
 	a.admit(prev, nil, env(node, nil, nil))

@@ -54,8 +54,6 @@ type syncLoop struct {
 	events   *events.Recorder
 	// node is the node new pods are admitted against.
 	node func() *v1.Node
-	// sysctls are the sysctls new pods may set.
-	sysctls *admission.SysctlAllowlist
 	// changed, when set, is told after each snapshot is applied and after
 	// the runtime lost the last of a pod (the API server's status sync:
 	// rejections show at once, a deleted pod is deleted for good at once).
@@ -201,7 +199,7 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	next := desiredFrom(snap, prev)
 	// Pods that finished stopping since the last pass no longer count.
 	l.admitter.prune(prev, l.workers.Has)
-	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted, sysctls: l.sysctls})
+	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted})
 	l.desired, l.manifestErr, l.sourceReady, l.incomplete = next, snap.Errors, true, snap.Incomplete
 	l.mu.Unlock()
 

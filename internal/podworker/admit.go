@@ -27,12 +27,6 @@ type Devices interface {
 	ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*devicemanager.DeviceRunContainerOptions, error)
 }
 
-// Admitter is an admission check a new pod must pass before it starts,
-// besides its devices: the eviction manager's node-pressure check.
-type Admitter interface {
-	Admit(pod *v1.Pod) (ok bool, reason, message string)
-}
-
 // rejection is why a pod was not admitted: it never starts, and its status
 // is Failed with the kubelet's reason.
 type rejection struct{ reason, message string }
@@ -75,16 +69,6 @@ func (w *worker) admit(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	d := w.ws.deps
 	if w.admission.done {
 		return true, 0
-	}
-	if len(st.Sandboxes) == 0 && w.admission.waitingSince.IsZero() {
-		for _, a := range d.Admitters {
-			if ok, reason, message := a.Admit(pod); !ok {
-				w.admission.rejected = &rejection{reason, message}
-				log.Warn("pod rejected", "reason", reason, "message", message)
-				w.event(pod, v1.EventTypeWarning, reason, message)
-				return false, d.Resync
-			}
-		}
 	}
 	if d.Devices == nil || len(st.Sandboxes) > 0 || !devicemanager.NeedsDevices(pod) {
 		w.admission.done = true
