@@ -23,6 +23,10 @@ const noteAdopted = "admitted without checks: it was running (or stopped for goo
 // kubelet's admit handlers. Owned by the sync loop.
 type admitter struct {
 	pipeline lifecycle.Pipeline
+	// rejecter writes the status of the pods the pipeline rejects, and
+	// forget removes it once they are no longer wanted.
+	rejecter lifecycle.Rejecter
+	forget   func(types.UID)
 	seq      int
 	admitted map[types.UID]*admittedPod
 	// results are the decisions about the desired pods, for describe.
@@ -36,9 +40,11 @@ type admittedPod struct {
 	seq  int
 }
 
-func newAdmitter(pipeline lifecycle.Pipeline) *admitter {
+func newAdmitter(pipeline lifecycle.Pipeline, rejecter lifecycle.Rejecter, forget func(types.UID)) *admitter {
 	return &admitter{
 		pipeline: pipeline,
+		rejecter: rejecter,
+		forget:   forget,
 		admitted: map[types.UID]*admittedPod{},
 		results:  map[types.UID]admission.Result{},
 		victims:  map[types.UID]bool{},
@@ -119,6 +125,31 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		out = append(out, job)
 	}
 	return out
+}
+
+// publish writes what admit decided, outside the loop's lock: the status of
+// each pod rejected since prev (its event and log too), through the one
+// writer of rejections, and forgets the status of each rejected pod of prev
+// that is no longer wanted. A critical pod preempted while it waited for
+// its own victims is not a rejection: its status is the preemption's
+// (syncLoop.pods), and it gets only the event.
+func (a *admitter) publish(next, prev desiredSet) {
+	for k, e := range next {
+		if e.rejected == nil || (prev[k] != nil && prev[k].pod.UID == e.pod.UID) {
+			continue
+		}
+		if e.rejected.Reason == reasonPreempting {
+			a.rejecter.Log.Warn("pod rejected", "pod", k, "reason", e.rejected.Reason, "message", e.rejected.Message)
+			a.rejecter.Events.Event(e.pod, v1.EventTypeWarning, e.rejected.Reason, e.rejected.Message)
+			continue
+		}
+		a.rejecter.Reject(e.pod, e.rejected.Reason, e.rejected.Message)
+	}
+	for k, e := range prev {
+		if e.rejected != nil && e.rejected.Reason != reasonPreempting && (next[k] == nil || next[k].pod.UID != e.pod.UID) {
+			a.forget(e.pod.UID)
+		}
+	}
 }
 
 func (a *admitter) add(info *admission.PodInfo) {

@@ -276,7 +276,8 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("eviction manager: %w", err)
 	}
-	loop.admitter = newAdmitter(lifecycle.NewPipeline(evictions, sysctls))
+	loop.admitter = newAdmitter(lifecycle.NewPipeline(evictions, sysctls),
+		lifecycle.Rejecter{Status: statuses, Events: recorder, Log: log}, statuses.Delete)
 	workers = podworker.NewWorkers(ctx, deps)
 	defer workers.Stop()
 	loop.workers = workers
