@@ -223,3 +223,19 @@ func nodeSysctls(allowedUnsafe []string, log *slog.Logger) (*admission.SysctlAll
 	}
 	return sysctls, nil
 }
+
+// forgetStatus is the status sync's forget (of the final status of a pod
+// the API server no longer has). It keeps the status of a pod the pipeline
+// rejected while the pod is still wanted (one of `berth apply`, which the
+// API server never has): publish forgets it with the pod, as the kubelet's
+// status manager keeps the status of every pod its pod manager has.
+func (l *syncLoop) forgetStatus(uid types.UID) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, e := range l.desired {
+		if e.pod.UID == uid && e.rejected != nil {
+			return
+		}
+	}
+	l.statuses.Delete(uid)
+}

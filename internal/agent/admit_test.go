@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/lifecycle"
 	"github.com/berth-dev/berth/internal/podsource"
+	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/v1helper"
 )
 
@@ -309,5 +311,24 @@ func TestPublishRejections(t *testing.T) {
 	a.publish(gone, again)
 	if len(rec.set) != 0 {
 		t.Errorf("statuses %v left of a pod no longer wanted", rec.set)
+	}
+}
+
+// TestForgetStatusKeepsWantedRejections checks that the status sync cannot
+// forget the rejection of a pod still wanted, but forgets any other.
+func TestForgetStatusKeepsWantedRejections(t *testing.T) {
+	statuses := status.NewManager()
+	rejected, gone := sized("rejected", "1", ""), sized("gone", "2", "")
+	l := &syncLoop{statuses: statuses, desired: desiredFrom(snapshot(rejected), nil)}
+	l.desired["default/rejected"].rejected = &admission.Result{Reason: "OutOfcpu"}
+	statuses.Set(rejected, lifecycle.RejectedStatus("OutOfcpu", "cpu"))
+	statuses.Set(gone, v1.PodStatus{Phase: v1.PodSucceeded})
+	l.forgetStatus("1")
+	l.forgetStatus("2")
+	if _, ok := statuses.Get("1"); !ok {
+		t.Error("the rejection of a pod still wanted was forgotten")
+	}
+	if _, ok := statuses.Get("2"); ok {
+		t.Error("the status of a pod no longer wanted was kept")
 	}
 }

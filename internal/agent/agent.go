@@ -358,7 +358,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			changed:  statuses.Changed(),
 			static:   loop.staticPods,
 			stopped:  func(uid types.UID) bool { return !workers.Has(uid) && !loop.inRuntime(uid) },
-			forget:   statuses.Delete,
+			forget:   loop.forgetStatus,
 		}, fromAPI)
 	}
 	bg.Go(func() {
