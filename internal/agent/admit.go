@@ -63,7 +63,8 @@ type admitEnv struct {
 	adopted func(uid types.UID) bool
 }
 
-// preemption is a decided preemption to carry out: kill the victims, then
+// preemption is a preemption decided by the pipeline's critical-pod
+// admission handler, to carry out (preempt.go): kill the victims, then
 // start the pod.
 type preemption struct {
 	pod     *v1.Pod
