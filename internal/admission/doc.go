@@ -7,4 +7,6 @@
 //
 // Everything here is a pure function of plain data: the caller owns the
 // list of active pods, kills the victims and records the result.
+// internal/lifecycle runs Predicate and HandleAdmissionFailure as the
+// predicate handler and the critical-pod failure handler of its pipeline.
 package admission

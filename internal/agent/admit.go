@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/admission"
+	"github.com/berth-dev/berth/internal/lifecycle"
 )
 
 // noteAdopted explains the admission of a pod berth found already running.
@@ -16,8 +19,14 @@ const noteAdopted = "admitted without checks: it was running (or stopped for goo
 // resources, and the one place new pods are admitted: in order, one at a
 // time, each against what the pods admitted before it hold, so that a batch
 // of pods is decided as the kubelet decides it, and the same way each time.
-// Owned by the sync loop.
+// Each is decided by the admission pipeline (internal/lifecycle), the
+// kubelet's admit handlers. Owned by the sync loop.
 type admitter struct {
+	pipeline lifecycle.Pipeline
+	// rejecter writes the status of the pods the pipeline rejects, and
+	// forget removes it once they are no longer wanted.
+	rejecter lifecycle.Rejecter
+	forget   func(types.UID)
 	seq      int
 	admitted map[types.UID]*admittedPod
 	// results are the decisions about the desired pods, for describe.
@@ -31,8 +40,11 @@ type admittedPod struct {
 	seq  int
 }
 
-func newAdmitter() *admitter {
+func newAdmitter(pipeline lifecycle.Pipeline, rejecter lifecycle.Rejecter, forget func(types.UID)) *admitter {
 	return &admitter{
+		pipeline: pipeline,
+		rejecter: rejecter,
+		forget:   forget,
 		admitted: map[types.UID]*admittedPod{},
 		results:  map[types.UID]admission.Result{},
 		victims:  map[types.UID]bool{},
@@ -49,11 +61,10 @@ type admitEnv struct {
 	// stopped pods when it started: it was admitted before, and is never
 	// checked again.
 	adopted func(uid types.UID) bool
-	// sysctls are the sysctls pods may set; nil allows none.
-	sysctls *admission.SysctlAllowlist
 }
 
-// preemption is a decided preemption to carry out: kill the victims, then
+// preemption is a preemption decided by the pipeline's critical-pod
+// admission handler, to carry out (preempt.go): kill the victims, then
 // start the pod.
 type preemption struct {
 	pod     *v1.Pod
@@ -87,12 +98,7 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		if p := prev[key(pod)]; p != nil {
 			replaced = p.pod.UID
 		}
-		if res, bad := refusal(pod, env.node, env.sysctls); bad {
-			a.results[pod.UID] = res
-			e.rejected = &res
-			continue
-		}
-		res := admission.Admit(info, admission.Node{Node: env.node, Active: a.active(replaced, env.terminal)})
+		res := a.pipeline.Admit(&lifecycle.PodAdmitAttributes{Pod: info, Node: env.node, OtherPods: a.active(replaced, env.terminal)})
 		a.results[pod.UID] = res
 		if !res.Admit {
 			e.rejected = &res
@@ -120,6 +126,31 @@ func (a *admitter) admit(next, prev desiredSet, env admitEnv) []preemption {
 		out = append(out, job)
 	}
 	return out
+}
+
+// publish writes what admit decided, outside the loop's lock: the status of
+// each pod rejected since prev (its event and log too), through the one
+// writer of rejections, and forgets the status of each rejected pod of prev
+// that is no longer wanted. A critical pod preempted while it waited for
+// its own victims is not a rejection: its status is the preemption's
+// (syncLoop.pods), and it gets only the event.
+func (a *admitter) publish(next, prev desiredSet) {
+	for k, e := range next {
+		if e.rejected == nil || (prev[k] != nil && prev[k].pod.UID == e.pod.UID) {
+			continue
+		}
+		if e.rejected.Reason == reasonPreempting {
+			a.rejecter.Log.Warn("pod rejected", "pod", k, "reason", e.rejected.Reason, "message", e.rejected.Message)
+			a.rejecter.Events.Event(e.pod, v1.EventTypeWarning, e.rejected.Reason, e.rejected.Message)
+			continue
+		}
+		a.rejecter.Reject(e.pod, e.rejected.Reason, e.rejected.Message)
+	}
+	for k, e := range prev {
+		if e.rejected != nil && e.rejected.Reason != reasonPreempting && (next[k] == nil || next[k].pod.UID != e.pod.UID) {
+			a.forget(e.pod.UID)
+		}
+	}
 }
 
 func (a *admitter) add(info *admission.PodInfo) {
@@ -175,4 +206,37 @@ func (a *admitter) prune(desired desiredSet, kept func(types.UID) bool) {
 func (a *admitter) result(uid types.UID) (admission.Result, bool) {
 	r, ok := a.results[uid]
 	return r, ok
+}
+
+// nodeSysctls is the node's sysctl allowlist, built as the kubelet builds
+// it at start-up (NewMainKubelet): the safe sysctls for the running kernel
+// (SafeSysctlAllowlist) and the allowed unsafe ones. A kernel version that
+// cannot be read leaves out the safe sysctls that depend on it, as the
+// kubelet does, rather than stopping berth.
+func nodeSysctls(allowedUnsafe []string, log *slog.Logger) (*admission.SysctlAllowlist, error) {
+	kernel, err := admission.KernelVersion()
+	if err != nil {
+		log.Error("the kernel version is unknown: the safe sysctls namespaced only from some version on are not allowed", "err", err)
+	}
+	sysctls, err := admission.NewSysctlAllowlist(append(admission.SafeSysctls(kernel), allowedUnsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("sysctl allowlist: %w", err)
+	}
+	return sysctls, nil
+}
+
+// forgetStatus is the status sync's forget (of the final status of a pod
+// the API server no longer has). It keeps the status of a pod the pipeline
+// rejected while the pod is still wanted (one of `berth apply`, which the
+// API server never has): publish forgets it with the pod, as the kubelet's
+// status manager keeps the status of every pod its pod manager has.
+func (l *syncLoop) forgetStatus(uid types.UID) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, e := range l.desired {
+		if e.pod.UID == uid && e.rejected != nil {
+			return
+		}
+	}
+	l.statuses.Delete(uid)
 }

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/lifecycle"
 	"github.com/berth-dev/berth/internal/podsource"
+	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/v1helper"
 )
 
@@ -51,6 +56,12 @@ func env(node *v1.Node, terminal, adopted []types.UID) admitEnv {
 	}
 }
 
+// testAdmitter admits with berth's pipeline, without node pressure or
+// sysctls; its rejections are not published.
+func testAdmitter() *admitter {
+	return newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil)
+}
+
 func snapshot(pods ...*v1.Pod) podsource.Snapshot { return podsource.Snapshot{Pods: pods} }
 
 func rejectedReasons(s desiredSet) map[string]string {
@@ -64,7 +75,7 @@ func rejectedReasons(s desiredSet) map[string]string {
 }
 
 func TestAdmitInOrderAgainstWhatEarlierPodsHold(t *testing.T) {
-	a := newAdmitter()
+	a := testAdmitter()
 	// b and c are named after a: a batch is admitted by name, so a and b
 	// take the two pod slots whatever order the snapshot lists them in.
 	next := desiredFrom(snapshot(sized("c", "3", ""), sized("a", "1", ""), sized("b", "2", "")), nil)
@@ -143,7 +154,7 @@ func TestAdmitCountsWhatHoldsResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := newAdmitter()
+			a := testAdmitter()
 			node := testNode("2", 110)
 			prev := desiredFrom(snapshot(tt.prev...), nil)
 			a.admit(prev, nil, env(node, nil, nil))
@@ -163,7 +174,7 @@ func TestAdmitCountsWhatHoldsResources(t *testing.T) {
 }
 
 func TestAdmitCriticalPodPreempts(t *testing.T) {
-	a := newAdmitter()
+	a := testAdmitter()
 	node := testNode("2", 110)
 	prev := desiredFrom(snapshot(sized("small", "1", "500m"), sized("big", "2", "1500m")), nil)
 	a.admit(prev, nil, env(node, nil, nil))
@@ -199,7 +210,7 @@ func TestAdmitCriticalPodPreempts(t *testing.T) {
 }
 
 func TestAdmitCriticalPodThatCannotFit(t *testing.T) {
-	a := newAdmitter()
+	a := testAdmitter()
 	node := testNode("2", 110)
 	static := sized("static", "1", "1500m")
 	static.Annotations[v1helper.ConfigSourceAnnotationKey] = v1helper.FileSource
@@ -230,7 +241,7 @@ func TestAdmissionDeviceResourcesOnlyOfConnectedPlugins(t *testing.T) {
 // A critical pod still waiting for its victims may itself be preempted by a
 // more important one: it then never starts, and holds nothing.
 func TestAdmitWaitingPreemptorPreempted(t *testing.T) {
-	a := newAdmitter()
+	a := testAdmitter()
 	node := testNode("2", 110)
 	prev := desiredFrom(snapshot(sized("big", "1", "2")), nil)
 	a.admit(prev, nil, env(node, nil, nil))
@@ -258,5 +269,66 @@ func TestAdmitWaitingPreemptorPreempted(t *testing.T) {
 	}
 	if _, held := a.admitted["2"]; held {
 		t.Error("the preempted waiting pod still counts as admitted")
+	}
+}
+
+// recordingStatuses is a status manager and event recorder for publish.
+type recordingStatuses struct {
+	set    map[types.UID]v1.PodStatus
+	events []string
+}
+
+func (r *recordingStatuses) Set(pod *v1.Pod, st v1.PodStatus) { r.set[pod.UID] = st }
+func (r *recordingStatuses) Event(pod *v1.Pod, _, reason, _ string) {
+	r.events = append(r.events, pod.Name+" "+reason)
+}
+
+// TestPublishRejections checks that a rejection is written once, through
+// the rejecter, and forgotten with the pod.
+func TestPublishRejections(t *testing.T) {
+	rec := &recordingStatuses{set: map[types.UID]v1.PodStatus{}}
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil),
+		lifecycle.Rejecter{Status: rec, Events: rec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		func(uid types.UID) { delete(rec.set, uid) })
+	node := testNode("2", 110)
+	first := desiredFrom(snapshot(sized("a", "1", "1500m"), sized("b", "2", "1")), nil)
+	a.admit(first, nil, env(node, nil, nil))
+	a.publish(first, nil)
+	want := "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000"
+	if st := rec.set["2"]; st.Phase != v1.PodFailed || st.Reason != "OutOfcpu" || st.Message != want {
+		t.Errorf("b's status %+v, want Failed OutOfcpu %q", st, want)
+	}
+	// A later pass neither writes nor records it again.
+	again := desiredFrom(snapshot(sized("a", "1", "1500m"), sized("b", "2", "1")), first)
+	a.admit(again, first, env(node, nil, nil))
+	a.publish(again, first)
+	if !slices.Equal(rec.events, []string{"b OutOfcpu"}) || len(rec.set) != 1 {
+		t.Errorf("events %v, statuses %v; want one OutOfcpu for b", rec.events, rec.set)
+	}
+	// b's manifest removed: its status goes.
+	gone := desiredFrom(snapshot(sized("a", "1", "1500m")), again)
+	a.admit(gone, again, env(node, nil, nil))
+	a.publish(gone, again)
+	if len(rec.set) != 0 {
+		t.Errorf("statuses %v left of a pod no longer wanted", rec.set)
+	}
+}
+
+// TestForgetStatusKeepsWantedRejections checks that the status sync cannot
+// forget the rejection of a pod still wanted, but forgets any other.
+func TestForgetStatusKeepsWantedRejections(t *testing.T) {
+	statuses := status.NewManager()
+	rejected, gone := sized("rejected", "1", ""), sized("gone", "2", "")
+	l := &syncLoop{statuses: statuses, desired: desiredFrom(snapshot(rejected), nil)}
+	l.desired["default/rejected"].rejected = &admission.Result{Reason: "OutOfcpu"}
+	statuses.Set(rejected, lifecycle.RejectedStatus("OutOfcpu", "cpu"))
+	statuses.Set(gone, v1.PodStatus{Phase: v1.PodSucceeded})
+	l.forgetStatus("1")
+	l.forgetStatus("2")
+	if _, ok := statuses.Get("1"); !ok {
+		t.Error("the rejection of a pod still wanted was forgotten")
+	}
+	if _, ok := statuses.Get("2"); ok {
+		t.Error("the status of a pod no longer wanted was kept")
 	}
 }

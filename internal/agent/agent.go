@@ -29,6 +29,7 @@ import (
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
+	"github.com/berth-dev/berth/internal/lifecycle"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/nodestatus"
 	"github.com/berth-dev/berth/internal/pleg"
@@ -254,8 +255,6 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			}
 			return n
 		},
-		sysctls:   sysctls,
-		admitter:  newAdmitter(),
 		preempted: make(chan preemption),
 		desired:   desiredSet{},
 		runtime:   map[types.UID]pleg.Event{},
@@ -277,7 +276,8 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("eviction manager: %w", err)
 	}
-	deps.Admitters = []podworker.Admitter{evictions}
+	loop.admitter = newAdmitter(lifecycle.NewPipeline(evictions, sysctls),
+		lifecycle.Rejecter{Status: statuses, Events: recorder, Log: log}, statuses.Delete)
 	workers = podworker.NewWorkers(ctx, deps)
 	defer workers.Stop()
 	loop.workers = workers
@@ -358,7 +358,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 			changed:  statuses.Changed(),
 			static:   loop.staticPods,
 			stopped:  func(uid types.UID) bool { return !workers.Has(uid) && !loop.inRuntime(uid) },
-			forget:   statuses.Delete,
+			forget:   loop.forgetStatus,
 		}, fromAPI)
 	}
 	bg.Go(func() {

@@ -54,8 +54,6 @@ type syncLoop struct {
 	events   *events.Recorder
 	// node is the node new pods are admitted against.
 	node func() *v1.Node
-	// sysctls are the sysctls new pods may set.
-	sysctls *admission.SysctlAllowlist
 	// changed, when set, is told after each snapshot is applied and after
 	// the runtime lost the last of a pod (the API server's status sync:
 	// rejections show at once, a deleted pod is deleted for good at once).
@@ -201,7 +199,7 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	next := desiredFrom(snap, prev)
 	// Pods that finished stopping since the last pass no longer count.
 	l.admitter.prune(prev, l.workers.Has)
-	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted, sysctls: l.sysctls})
+	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted})
 	l.desired, l.manifestErr, l.sourceReady, l.incomplete = next, snap.Errors, true, snap.Incomplete
 	l.mu.Unlock()
 
@@ -223,12 +221,7 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 		}
 	}
 	l.probes.CleanupPods(wanted)
-	for k, e := range next {
-		if e.rejected != nil && (prev[k] == nil || prev[k].pod.UID != e.pod.UID) {
-			l.log.Warn("pod rejected", "pod", k, "reason", e.rejected.Reason, "message", e.rejected.Message)
-			l.events.Event(e.pod, v1.EventTypeWarning, e.rejected.Reason, e.rejected.Message)
-		}
-	}
+	l.admitter.publish(next, prev)
 	c := diff(prev, next)
 	if snap.Incomplete {
 		// A pod missing now may be one the silent source still wants; the
@@ -388,10 +381,6 @@ func (l *syncLoop) pods() []v1.Pod {
 		case e.rejected != nil && e.rejected.Reason == reasonPreempting:
 			p := e.pod.DeepCopy()
 			p.Status = preemptedStatus(l.clk.Now())
-			out = append(out, *p)
-		case e.rejected != nil:
-			p := e.pod.DeepCopy()
-			p.Status = v1.PodStatus{Phase: v1.PodFailed, Reason: e.rejected.Reason, Message: "Pod was rejected: " + e.rejected.Message}
 			out = append(out, *p)
 		case len(e.preempting) > 0:
 			p := e.pod.DeepCopy()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/lifecycle"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -25,12 +26,6 @@ type Devices interface {
 	Admit(ctx context.Context, pod *v1.Pod) error
 	// ContainerOptions is what a container's devices add to its config.
 	ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*devicemanager.DeviceRunContainerOptions, error)
-}
-
-// Admitter is an admission check a new pod must pass before it starts,
-// besides its devices: the eviction manager's node-pressure check.
-type Admitter interface {
-	Admit(pod *v1.Pod) (ok bool, reason, message string)
 }
 
 // rejection is why a pod was not admitted: it never starts, and its status
@@ -64,8 +59,12 @@ func admitVerdict(err error, waitingSince, now time.Time, wait time.Duration) (s
 	return waitingSince, nil
 }
 
-// admit runs the device admission of a pod that has not started. It
-// returns whether the pod may start; if not, when to try again.
+// admit runs the device admission of a pod that has not started: the
+// kubelet's allocate-resources admit handler, which berth runs here rather
+// than in the admission pipeline (internal/lifecycle) because it calls the
+// device plugins and may wait for one to register. The pipeline's other
+// handlers admitted the pod before it got a worker. It returns whether the
+// pod may start; if not, when to try again.
 //
 // A pod the runtime already has (berth restarted under it) is never
 // admitted again: it keeps what it holds. The kubelet re-admitted such
@@ -75,16 +74,6 @@ func (w *worker) admit(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	d := w.ws.deps
 	if w.admission.done {
 		return true, 0
-	}
-	if len(st.Sandboxes) == 0 && w.admission.waitingSince.IsZero() {
-		for _, a := range d.Admitters {
-			if ok, reason, message := a.Admit(pod); !ok {
-				w.admission.rejected = &rejection{reason, message}
-				log.Warn("pod rejected", "reason", reason, "message", message)
-				w.event(pod, v1.EventTypeWarning, reason, message)
-				return false, d.Resync
-			}
-		}
 	}
 	if d.Devices == nil || len(st.Sandboxes) > 0 || !devicemanager.NeedsDevices(pod) {
 		w.admission.done = true
@@ -101,8 +90,7 @@ func (w *worker) admit(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	since, rej := admitVerdict(err, w.admission.waitingSince, now, d.DevicePluginWait)
 	if rej != nil {
 		w.admission.rejected = rej
-		log.Warn("pod rejected", "reason", rej.reason, "message", rej.message)
-		w.event(pod, v1.EventTypeWarning, rej.reason, rej.message)
+		lifecycle.Rejecter{Status: d.Status, Events: d.Events, Log: log}.Reject(pod, rej.reason, rej.message)
 		return false, d.Resync
 	}
 	w.admission.waitingSince = since
@@ -116,8 +104,8 @@ func (w *worker) admit(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	return false, devicePluginRetry
 }
 
-// rejectedStatus is the status of a pod that was not admitted, as the
-// kubelet's rejectPod writes it.
+// rejectedStatus is the status the Rejecter wrote of a pod that was not
+// admitted, for the syncs after to keep.
 func rejectedStatus(rej *rejection) v1.PodStatus {
-	return v1.PodStatus{Phase: v1.PodFailed, Reason: rej.reason, Message: "Pod was rejected: " + rej.message}
+	return lifecycle.RejectedStatus(rej.reason, rej.message)
 }

@@ -106,9 +106,6 @@ type Deps struct {
 	Cgroups PodCgroups
 	Probes  Probes
 	Devices Devices
-	// Admitters check a new pod before it starts (never a pod the runtime
-	// already has: berth restarted under it).
-	Admitters []Admitter
 	// Terminal keeps evicted pods evicted across restarts; nil keeps them
 	// in memory only.
 	Terminal TerminalStore

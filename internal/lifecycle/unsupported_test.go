@@ -1,10 +1,11 @@
-package agent
+package lifecycle
 
 import (
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -74,6 +75,8 @@ func TestUnsupported(t *testing.T) {
 func TestRefusalOrder(t *testing.T) {
 	node := &v1.Node{}
 	node.Labels = map[string]string{v1.LabelOSStable: "linux"}
+	// Room for any of the pods: only the checks before the fit refuse.
+	node.Status.Allocatable = v1.ResourceList{v1.ResourcePods: resource.MustParse("110")}
 	sysctls, err := admission.NewSysctlAllowlist([]string{"kernel.shm_rmid_forced"})
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +103,9 @@ func TestRefusalOrder(t *testing.T) {
 		{"windows label and an unsafe sysctl", withSysctl(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelOSStable: "windows"}}},
 			"kernel.msgmax"), admission.ReasonSysctlForbidden},
 	} {
-		r, bad := refusal(tc.pod, node, sysctls)
-		if bad != (tc.wantReason != "") || r.Reason != tc.wantReason {
-			t.Errorf("%s: %v %+v, want %q", tc.name, bad, r, tc.wantReason)
+		r := NewPipeline(nil, sysctls).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node})
+		if r.Admit != (tc.wantReason == "") || r.Reason != tc.wantReason {
+			t.Errorf("%s: %+v, want %q", tc.name, r, tc.wantReason)
 		}
 	}
 }
