@@ -50,6 +50,7 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			log.Warn("stopping pod failed", "err", err)
 			return retryAfterError
 		}
+		st = stoppedSnapshot(st)
 		if !plan.CreateSandbox {
 			return 0
 		}
@@ -93,11 +94,14 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			log.Warn("creating sandbox failed", "err", err)
 			return retryAfterError
 		}
-		// The new sandbox's IP is needed by the downward API and hooks.
-		if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
-			log.Warn("reading pod status from the runtime failed", "err", err)
+		// The new sandbox's IP is needed by the downward API and hooks:
+		// read that sandbox alone, not the whole pod again.
+		sb, err := d.Runtime.SandboxStatus(ctx, sandboxID)
+		if err != nil {
+			log.Warn("reading the new sandbox's status from the runtime failed", "err", err)
 			return retryAfterError
 		}
+		st = withSandbox(st, sb)
 		w.startup.add(phaseSandbox, d.Clock.Since(began))
 	}
 	w.syncError = nil

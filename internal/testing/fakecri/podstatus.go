@@ -52,6 +52,20 @@ func (r *Runtime) PodStatus(ctx context.Context, uid types.UID) (*container.PodS
 	return ps, nil
 }
 
+// SandboxStatus is runtime.Service's: one sandbox's status.
+func (r *Runtime) SandboxStatus(ctx context.Context, id string) (container.SandboxStatus, error) {
+	if err := r.begin(ctx, "SandboxStatus", id); err != nil {
+		return container.SandboxStatus{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sandboxes[id]
+	if s == nil {
+		return container.SandboxStatus{}, NotFound("sandbox " + id)
+	}
+	return toSandboxStatus(sandboxStatusLocked(s)), nil
+}
+
 func toSandboxStatus(st *runtimeapi.PodSandboxStatus) container.SandboxStatus {
 	out := container.SandboxStatus{
 		ID:          st.Id,
