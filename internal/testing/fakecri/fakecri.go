@@ -56,6 +56,7 @@ type ctr struct {
 	seq int
 	pb  *runtimeapi.Container
 	st  *runtimeapi.ContainerStatus
+	cfg *runtimeapi.ContainerConfig
 }
 
 // call is one entry of the call log; failed when an injected fault, the

@@ -102,6 +102,17 @@ func (r *Runtime) Container(id string) *runtimeapi.ContainerStatus {
 	return nil
 }
 
+// ContainerConfig returns the config a container was created with, nil
+// for one that CreateContainer did not make.
+func (r *Runtime) ContainerConfig(id string) *runtimeapi.ContainerConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.containers[id]; c != nil {
+		return c.cfg
+	}
+	return nil
+}
+
 // SetContainerStats sets what ListContainerStats answers.
 func (r *Runtime) SetContainerStats(stats []*runtimeapi.ContainerStats) {
 	r.mu.Lock()
@@ -244,7 +255,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, sandboxID string, cfg *ru
 		Id: id, Metadata: cfg.Metadata, State: state, CreatedAt: now, Image: cfg.Image, ImageRef: img.Id,
 		Labels: pb.Labels, Annotations: pb.Annotations, LogPath: logPath(r.sandboxes[sandboxID], cfg),
 	}
-	r.containers[id] = &ctr{seq: seq, pb: pb, st: st}
+	r.containers[id] = &ctr{seq: seq, pb: pb, st: st, cfg: cfg}
 	return id, nil
 }
 
