@@ -25,8 +25,8 @@ func stepNames(steps []Step) []string {
 func TestPlanSteps(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
 	pod := &v1.Pod{Spec: v1.PodSpec{
-		InitContainers: []v1.Container{{Name: "init"}, {Name: "side", RestartPolicy: &always}},
-		Containers:     []v1.Container{{Name: "a"}, {Name: "b"}},
+		InitContainers:      []v1.Container{{Name: "init"}, {Name: "side", RestartPolicy: &always}},
+		Containers:          []v1.Container{{Name: "a"}, {Name: "b"}},
 		EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}},
 	}}
 	tests := []struct {
