@@ -54,9 +54,12 @@ func (s Step) String() string {
 
 // Steps lists what p asks of the runtime, in the kubelet's SyncPod order:
 // kill the pod, prepare (and create) the sandbox, kill containers, then
-// start ephemeral, init and app containers. A plan that only kills the pod
-// has one step.
+// start ephemeral, init and app containers. An idle plan has none, and a
+// plan that only kills the pod has one.
 func (p Plan) Steps(pod *v1.Pod) []Step {
+	if p.Idle() {
+		return nil
+	}
 	var out []Step
 	if p.KillPod {
 		out = append(out, Step{Kind: StepKillPod})

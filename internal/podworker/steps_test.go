@@ -35,7 +35,7 @@ func TestPlanSteps(t *testing.T) {
 		want   []string
 		blocks []string
 	}{
-		{name: "idle", plan: Plan{}, want: []string{"PrepareSandbox"}},
+		{name: "idle", plan: Plan{}},
 		{name: "kill the pod only", plan: Plan{KillPod: true}, want: []string{"KillPod"}},
 		{
 			name: "new sandbox, first init container",
