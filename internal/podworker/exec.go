@@ -31,19 +31,25 @@ type execution struct {
 	sbCfg     *runtimeapi.PodSandboxConfig
 	// next is how soon to retry the first container that could not start.
 	next time.Duration
+	// touched is set once a step did I/O (anything but building the
+	// sandbox's config and waiting out back-offs).
+	touched bool
 }
 
 // apply carries out plan's steps in order. It returns how soon to sync
-// again, 0 for "no hurry".
-func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) time.Duration {
+// again, 0 for "no hurry", and whether a step did any I/O.
+func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (time.Duration, bool) {
 	defer w.releaseStartSlot()
 	ex := &execution{w: w, pod: pod, plan: plan, log: log, st: st, sandboxID: plan.SandboxID}
 	for _, s := range plan.Steps(pod) {
+		if s.Kind != StepPrepareSandbox && s.Kind != StepStartContainer {
+			ex.touched = true
+		}
 		if after, stop := ex.run(ctx, s); stop {
-			return after
+			return after, ex.touched
 		}
 	}
-	return ex.next
+	return ex.next, ex.touched
 }
 
 // run carries out one step. stop ends the sync's steps, with after as when
@@ -174,6 +180,7 @@ func (ex *execution) startContainer(ctx context.Context, c *v1.Container, init b
 		w.event(pod, g.eventType, g.eventReason, g.eventMessage)
 		return g.wait
 	}
+	ex.touched = true
 	key := pullKey(pod, c)
 	pulling := d.Clock.Now()
 	imageRef, waiting := w.ensureImage(ctx, pod, c, ex.sbCfg, ex.log)

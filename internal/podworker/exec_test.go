@@ -355,6 +355,8 @@ func TestExecuteBackOffExpires(t *testing.T) {
 		t.Errorf("next sync in %v, want the back-off's %v", next, BackOffInitial)
 	}
 	checkCalls(t, "calls in back-off", mutations(e.rt), nil)
+	// Waiting out a back-off does no I/O: the sync's one read stands.
+	checkCalls(t, "reads in back-off", e.rt.CallsOf("PodStatus", "SandboxStatus"), []string{"PodStatus u1"})
 	if got := e.w.waiting["app"].Reason; got != reasonCrashLoopBackOff {
 		t.Errorf("waiting for %q, want %s", got, reasonCrashLoopBackOff)
 	}
