@@ -8,34 +8,28 @@ import (
 	"maps"
 	goruntime "runtime"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/testing/fakecri"
 )
 
-func notFound(what string) error { return status.Errorf(codes.NotFound, "%s not found", what) }
+var _ Runtime = (*fakecri.Runtime)(nil)
 
-// fakeRuntime is a CRI runtime over maps. It is safe for concurrent use.
+// fakeRuntime is the shared fake CRI with what these tests watch of a GC
+// pass: the label selectors of its lists, its passes running at once, and
+// hooks to hold or change a pass. It is safe for concurrent use.
 type fakeRuntime struct {
-	mu         sync.Mutex
-	sandboxes  map[string]*runtimeapi.PodSandbox
-	containers map[string]*runtimeapi.Container
-	logPaths   map[string]string // by container ID
-	// errs fails a call: the key is "<method> <id>" or, for lists, the
-	// method's name.
-	errs map[string]error
-	// calls lists the calls that change something, in order.
-	calls []string
+	*fakecri.Runtime
+	mu sync.Mutex
 	// selectors are the label selectors of every list, in order.
 	selectors []map[string]string
 	// ignoreSelectors lists everything, as a careless runtime might.
@@ -57,12 +51,19 @@ type fakeRuntime struct {
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{
-		sandboxes:  map[string]*runtimeapi.PodSandbox{},
-		containers: map[string]*runtimeapi.Container{},
-		logPaths:   map[string]string{},
-		errs:       map[string]error{},
-	}
+	r := &fakeRuntime{Runtime: fakecri.New(nil)}
+	r.OnCall(func(_ context.Context, call string) error {
+		if id, ok := strings.CutPrefix(call, "RemoveContainer "); ok {
+			r.mu.Lock()
+			hook := r.beforeRemove
+			r.mu.Unlock()
+			if hook != nil {
+				hook(id)
+			}
+		}
+		return nil
+	})
+	return r
 }
 
 func labels(uid types.UID) map[string]string {
@@ -71,58 +72,45 @@ func labels(uid types.UID) map[string]string {
 
 // addSandbox adds one of berth's sandboxes of pod uid created age before
 // now.
-func (r *fakeRuntime) addSandbox(id string, uid types.UID, state runtimeapi.PodSandboxState, age time.Duration) *runtimeapi.PodSandbox {
-	s := &runtimeapi.PodSandbox{
+func (r *fakeRuntime) addSandbox(id string, uid types.UID, state runtimeapi.PodSandboxState, age time.Duration) {
+	r.AddSandbox(&runtimeapi.PodSandbox{
 		Id:        id,
 		Metadata:  &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: string(uid)},
 		State:     state,
 		CreatedAt: now.Add(-age).UnixNano(),
 		Labels:    labels(uid),
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.sandboxes[id] = s
-	return s
+	}, "")
 }
 
-// addContainer adds one of berth's containers, with its log path.
-func (r *fakeRuntime) addContainer(id string, uid types.UID, name, sandboxID string, state runtimeapi.ContainerState, age time.Duration, logPath string) *runtimeapi.Container {
+// addContainer adds one of berth's containers, with its log path and the
+// annotations given.
+func (r *fakeRuntime) addContainer(id string, uid types.UID, name, sandboxID string, state runtimeapi.ContainerState, age time.Duration, logPath string, annotations ...map[string]string) {
+	a := map[string]string{}
+	for _, m := range annotations {
+		maps.Copy(a, m)
+	}
 	l := labels(uid)
 	l[container.LabelContainerName] = name
-	c := &runtimeapi.Container{
+	r.AddContainer(&runtimeapi.Container{
 		Id:           id,
 		PodSandboxId: sandboxID,
 		Metadata:     &runtimeapi.ContainerMetadata{Name: name},
 		State:        state,
 		CreatedAt:    now.Add(-age).UnixNano(),
 		Labels:       l,
-		Annotations:  map[string]string{},
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.containers[id] = c
-	if logPath != "" {
-		r.logPaths[id] = logPath
-	}
-	return c
+		Annotations:  a,
+	}, &runtimeapi.ContainerStatus{LogPath: logPath})
 }
 
-func (r *fakeRuntime) failing(key string, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs[key] = err
-}
+// failing fails a call: the key is "<method> <id>" or, for lists, the
+// method's name; a nil err heals it.
+func (r *fakeRuntime) failing(key string, err error) { r.Fail(key, err) }
 
-func (r *fakeRuntime) matches(l, selector map[string]string) bool {
+func (r *fakeRuntime) selector(f map[string]string) map[string]string {
 	if r.ignoreSelectors {
-		return true
+		return nil
 	}
-	for k, v := range selector {
-		if l[k] != v {
-			return false
-		}
-	}
-	return true
+	return f
 }
 
 func (r *fakeRuntime) ListPodSandboxes(ctx context.Context, f *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
@@ -138,6 +126,7 @@ func (r *fakeRuntime) ListPodSandboxes(ctx context.Context, f *runtimeapi.PodSan
 	r.maxInPass = max(r.maxInPass, r.inPass)
 	r.selectors = append(r.selectors, maps.Clone(f.GetLabelSelector()))
 	listed, release := r.listed, r.release
+	sel := r.selector(f.GetLabelSelector())
 	r.mu.Unlock()
 	// Let any other pass run into this one.
 	goruntime.Gosched()
@@ -155,114 +144,25 @@ func (r *fakeRuntime) ListPodSandboxes(ctx context.Context, f *runtimeapi.PodSan
 			return nil, ctx.Err()
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.errs["ListPodSandboxes"]; err != nil {
-		return nil, err
-	}
-	var out []*runtimeapi.PodSandbox
-	for _, id := range slices.Sorted(maps.Keys(r.sandboxes)) {
-		if s := r.sandboxes[id]; r.matches(s.Labels, f.GetLabelSelector()) {
-			out = append(out, s)
-		}
-	}
-	return out, nil
+	return r.Runtime.ListPodSandboxes(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 }
 
-func (r *fakeRuntime) ListContainers(_ context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+func (r *fakeRuntime) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.selectors = append(r.selectors, maps.Clone(f.GetLabelSelector()))
 	r.inPass--
-	if err := r.errs["ListContainers"]; err != nil {
-		return nil, err
-	}
-	var out []*runtimeapi.Container
-	for _, id := range slices.Sorted(maps.Keys(r.containers)) {
-		if c := r.containers[id]; r.matches(c.Labels, f.GetLabelSelector()) {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-func (r *fakeRuntime) ContainerStatus(_ context.Context, id string) (*runtimeapi.ContainerStatus, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.errs["ContainerStatus "+id]; err != nil {
-		return nil, err
-	}
-	if _, ok := r.containers[id]; !ok {
-		return nil, notFound("container " + id)
-	}
-	return &runtimeapi.ContainerStatus{Id: id, LogPath: r.logPaths[id]}, nil
-}
-
-// call records a call and returns its injected error, or NotFound when the
-// object is not there.
-func (r *fakeRuntime) call(method, id string, extra string, exists bool) error {
-	r.calls = append(r.calls, method+" "+id+extra)
-	if err := r.errs[method+" "+id]; err != nil {
-		return err
-	}
-	if !exists {
-		return notFound(id)
-	}
-	return nil
-}
-
-func (r *fakeRuntime) StopContainer(_ context.Context, id string, grace int64) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.containers[id]
-	return r.call("StopContainer", id, " "+strconv.FormatInt(grace, 10), ok)
-}
-
-func (r *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
-	r.mu.Lock()
-	hook := r.beforeRemove
+	sel := r.selector(f.GetLabelSelector())
 	r.mu.Unlock()
-	if hook != nil {
-		hook(id)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.containers[id]
-	if err := r.call("RemoveContainer", id, "", ok); err != nil {
-		return err
-	}
-	delete(r.containers, id)
-	return nil
+	return r.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
 }
 
-func (r *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.sandboxes[id]
-	return r.call("StopPodSandbox", id, "", ok)
-}
-
-func (r *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.sandboxes[id]
-	if err := r.call("RemovePodSandbox", id, "", ok); err != nil {
-		return err
-	}
-	delete(r.sandboxes, id)
-	return nil
-}
-
+// callList lists the calls that change something, in order.
 func (r *fakeRuntime) callList() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.calls)
+	return r.CallsOf("StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox")
 }
 
 func (r *fakeRuntime) left() (sandboxes, containers []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Sorted(maps.Keys(r.sandboxes)), slices.Sorted(maps.Keys(r.containers))
+	return r.Sandboxes(), r.Containers()
 }
 
 // fakeEvents records node events as "Type Reason: message".

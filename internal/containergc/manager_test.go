@@ -22,6 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/testing/fakecri"
 )
 
 const h = time.Hour
@@ -188,11 +189,11 @@ func TestCollectNotFoundIsSuccess(t *testing.T) {
 	e.rt.addContainer("c1", "g", "app", "s1", exited, 2*h, "")
 	e.rt.addContainer("c2", "g", "app", "s2", exited, h, "")
 	e.rt.addContainer("c3", "g", "side", "s2", unknown, h, "")
-	e.rt.failing("ContainerStatus c1", notFound("c1"))
-	e.rt.failing("RemoveContainer c2", notFound("c2"))
-	e.rt.failing("StopContainer c3", notFound("c3"))
-	e.rt.failing("StopPodSandbox s1", notFound("s1"))
-	e.rt.failing("RemovePodSandbox s2", notFound("s2"))
+	e.rt.failing("ContainerStatus c1", fakecri.NotFound("c1"))
+	e.rt.failing("RemoveContainer c2", fakecri.NotFound("c2"))
+	e.rt.failing("StopContainer c3", fakecri.NotFound("c3"))
+	e.rt.failing("StopPodSandbox s1", fakecri.NotFound("s1"))
+	e.rt.failing("RemovePodSandbox s2", fakecri.NotFound("s2"))
 	res, err := e.m.Collect(context.Background(), false)
 	if want := (Result{Containers: 3, Sandboxes: 2}); err != nil || res != want {
 		t.Errorf("Collect() = %+v, %v; want %+v and no error", res, err, want)
@@ -208,9 +209,9 @@ func TestCollectNotFoundIsSuccess(t *testing.T) {
 func TestCollectStopsUnknownContainers(t *testing.T) {
 	e := newEnv(t, Policy{MaxPerPodContainer: 0, MaxContainers: -1}, pods{"a": wanted})
 	e.rt.addSandbox("sa", "a", ready, 3*h)
-	e.rt.addContainer("u1", "a", "app", "sa", unknown, 5*h, "").Annotations[container.AnnotationTerminationGracePeriod] = "30"
+	e.rt.addContainer("u1", "a", "app", "sa", unknown, 5*h, "", map[string]string{container.AnnotationTerminationGracePeriod: "30"})
 	e.rt.addContainer("u2", "a", "app", "sa", unknown, 4*h, "")
-	e.rt.addContainer("u3", "a", "app", "sa", unknown, 3*h, "").Annotations[container.AnnotationTerminationGracePeriod] = "0"
+	e.rt.addContainer("u3", "a", "app", "sa", unknown, 3*h, "", map[string]string{container.AnnotationTerminationGracePeriod: "0"})
 	e.rt.addContainer("u4", "a", "app", "sa", unknown, 2*h, "")
 	e.rt.addContainer("e1", "a", "app", "sa", exited, h, "")
 	stopErr := status.Error(codes.DeadlineExceeded, "stuck")
@@ -237,8 +238,15 @@ func TestCollectNeverTouchesOtherClients(t *testing.T) {
 	for _, careless := range []bool{false, true} {
 		e := newEnv(t, Policy{MaxPerPodContainer: 0, MaxContainers: 0}, pods{})
 		e.rt.ignoreSelectors = careless
-		e.rt.addSandbox("theirs", "g", dead, 3*h).Labels = map[string]string{container.LabelPodUID: "g"}
-		e.rt.addContainer("their-ctr", "g", "app", "theirs", exited, 2*h, "").Labels = map[string]string{container.LabelPodUID: "g"}
+		theirs := map[string]string{container.LabelPodUID: "g"}
+		e.rt.AddSandbox(&runtimeapi.PodSandbox{
+			Id: "theirs", Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "g"},
+			State: dead, CreatedAt: now.Add(-3 * h).UnixNano(), Labels: theirs,
+		}, "")
+		e.rt.AddContainer(&runtimeapi.Container{
+			Id: "their-ctr", PodSandboxId: "theirs", Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			State: exited, CreatedAt: now.Add(-2 * h).UnixNano(), Labels: theirs,
+		}, nil)
 		res, err := e.m.Collect(context.Background(), true)
 		if err != nil || res != (Result{}) {
 			t.Errorf("careless runtime %v: Collect() = %+v, %v; want nothing removed", careless, res, err)

@@ -112,7 +112,7 @@ func TestGarbageCollect(t *testing.T) {
 			images: []*runtimeapi.Image{image('a', 30)},
 			prepare: func(t *testing.T, e *testEnv) {
 				e.clk.Step(10 * time.Minute)
-				e.rt.add(image('b', 30), image('c', 30))
+				e.rt.AddImages(image('b', 30), image('c', 30))
 				e.detect(t) // b and c detected now
 				e.clk.Step(time.Minute)
 			},
@@ -124,7 +124,7 @@ func TestGarbageCollect(t *testing.T) {
 			name:     "one removal fails: the others go on, the error is aggregated, no FreeDiskSpaceFailed (the seed)",
 			policy:   DefaultPolicy(),
 			images:   []*runtimeapi.Image{image('a', 10), image('b', 10), image('c', 10)},
-			prepare:  func(t *testing.T, e *testEnv) { e.rt.removeErr[id('a')] = errors.New("image is busy") },
+			prepare:  func(t *testing.T, e *testEnv) { e.rt.Fail("RemoveImage "+id('a'), errors.New("image is busy")) },
 			capacity: 100, available: 0,
 			wantRemoved: []string{id('b'), id('c')},
 			wantErr:     "wanted to free 20 bytes, but freed 20 bytes space with errors in image deletion: remove image " + id('a') + ": image is busy",
@@ -167,7 +167,7 @@ func TestGarbageCollect(t *testing.T) {
 			name:     "images unknown: nothing removed",
 			policy:   DefaultPolicy(),
 			images:   []*runtimeapi.Image{image('a', 10)},
-			prepare:  func(t *testing.T, e *testEnv) { e.rt.listErr = errors.New("runtime down") },
+			prepare:  func(t *testing.T, e *testEnv) { e.rt.Fail("ListImages", errors.New("runtime down")) },
 			capacity: 100, available: 0,
 			wantErr: "list images: runtime down",
 		},
@@ -202,9 +202,9 @@ func TestGarbageCollect(t *testing.T) {
 			policy: maxAgePolicy,
 			images: []*runtimeapi.Image{image('a', 10), image('b', 10)},
 			prepare: func(t *testing.T, e *testEnv) {
-				e.rt.removeErr[id('a')] = errors.New("image is busy")
+				e.rt.Fail("RemoveImage "+id('a'), errors.New("image is busy"))
 				e.clk.Step(10 * time.Minute)
-				e.rt.add(image('c', 10))
+				e.rt.AddImages(image('c', 10))
 				e.detect(t)
 				e.clk.Step(2 * time.Hour)
 				e.node.set(func(n *fakeNode) { n.inUse = nil })
@@ -234,7 +234,7 @@ func TestGarbageCollect(t *testing.T) {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("GarbageCollect() = %v, want an error containing %q", err, tt.wantErr)
 			}
-			if got := e.rt.removedIDs(); !slices.Equal(got, tt.wantRemoved) {
+			if got := e.removedIDs(); !slices.Equal(got, tt.wantRemoved) {
 				t.Errorf("removed %q, want %q", got, tt.wantRemoved)
 			}
 			checkEvents(t, e.node, tt.wantEvents)
@@ -267,7 +267,7 @@ func TestGarbageCollectNothingToFree(t *testing.T) {
 	if err := e.m.GarbageCollect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.rt.removedIDs(); len(got) != 0 {
+	if got := e.removedIDs(); len(got) != 0 {
 		t.Errorf("removed %q with nothing to free", got)
 	}
 }
@@ -275,7 +275,7 @@ func TestGarbageCollectNothingToFree(t *testing.T) {
 // A removed image's record goes, and the metrics count it.
 func TestGarbageCollectForgetsAndCounts(t *testing.T) {
 	e := newEnv(t, DefaultPolicy(), image('a', 30), image('b', 30))
-	e.rt.removeErr[id('a')] = errors.New("busy")
+	e.rt.Fail("RemoveImage "+id('a'), errors.New("busy"))
 	e.detect(t)
 	e.node.set(func(n *fakeNode) { n.capacity, n.available = 100, 0 })
 	_ = e.m.GarbageCollect(context.Background())
@@ -297,28 +297,18 @@ func TestGarbageCollectRechecksBeforeRemoving(t *testing.T) {
 	e.detect(t)
 	e.node.set(func(n *fakeNode) { n.capacity, n.available = 100, 0 })
 	// a's removal is the moment b is taken into use.
-	r := &hookRuntime{fakeRuntime: e.rt, before: func(imageID string) {
-		if imageID == id('a') {
+	e.rt.OnCall(func(_ context.Context, call string) error {
+		if call == "RemoveImage "+id('a') {
 			e.node.set(func(n *fakeNode) { n.inUse = []string{"b:1"} })
 			e.clk.Step(time.Second)
 			e.detect(t)
 		}
-	}}
-	e.m.runtime = r
+		return nil
+	})
 	_ = e.m.GarbageCollect(context.Background())
-	if got := e.rt.removedIDs(); !slices.Equal(got, []string{id('a')}) {
+	if got := e.removedIDs(); !slices.Equal(got, []string{id('a')}) {
 		t.Errorf("removed %q, want only a: b was taken into use", got)
 	}
-}
-
-type hookRuntime struct {
-	*fakeRuntime
-	before func(imageID string)
-}
-
-func (r *hookRuntime) RemoveImage(ctx context.Context, imageID string) error {
-	r.before(imageID)
-	return r.fakeRuntime.RemoveImage(ctx, imageID)
 }
 
 func TestDeleteUnusedImages(t *testing.T) {
@@ -345,7 +335,7 @@ func TestDeleteUnusedImages(t *testing.T) {
 		{
 			name:        "a failed removal: the others go, the freed bytes are still returned",
 			policy:      DefaultPolicy(),
-			prepare:     func(t *testing.T, e *testEnv) { e.rt.removeErr[id('a')] = errors.New("busy") },
+			prepare:     func(t *testing.T, e *testEnv) { e.rt.Fail("RemoveImage "+id('a'), errors.New("busy")) },
 			wantRemoved: []string{id('b')},
 			wantFreed:   20,
 			wantErr:     "freed 20 bytes with errors in image deletion: remove image " + id('a') + ": busy",
@@ -367,7 +357,7 @@ func TestDeleteUnusedImages(t *testing.T) {
 			e.node.set(func(n *fakeNode) { n.inUse = []string{"c:1"} })
 			e.detect(t)
 			e.clk.Step(time.Hour)
-			e.rt.add(image('y', 320)) // young: detected by DeleteUnusedImages itself
+			e.rt.AddImages(image('y', 320)) // young: detected by DeleteUnusedImages itself
 			if tt.prepare != nil {
 				tt.prepare(t, e)
 			}
@@ -381,7 +371,7 @@ func TestDeleteUnusedImages(t *testing.T) {
 			if freed != tt.wantFreed {
 				t.Errorf("freed %d bytes, want %d", freed, tt.wantFreed)
 			}
-			if got := e.rt.removedIDs(); !slices.Equal(got, tt.wantRemoved) {
+			if got := e.removedIDs(); !slices.Equal(got, tt.wantRemoved) {
 				t.Errorf("removed %q, want %q", got, tt.wantRemoved)
 			}
 			if e.node.fsCallCount() != 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/internal/testing/fakecri"
 )
 
 // t0 is the fake clock's start; image IDs are "sha256:" + a letter repeated.
@@ -25,69 +26,18 @@ func image(c byte, size uint64, tags ...string) *runtimeapi.Image {
 	return &runtimeapi.Image{Id: id(c), Size: size, RepoTags: tags}
 }
 
-// fakeRuntime is an image service over a map. It is safe for concurrent use.
-type fakeRuntime struct {
-	mu        sync.Mutex
-	images    map[string]*runtimeapi.Image
-	listErr   error
-	removeErr map[string]error // by image ID
-	removed   []string
-	// listed, when set, receives a value at each ListImages call.
-	listed chan struct{}
-}
+// The shared fake runtime is the image service of these tests.
+var _ Runtime = (*fakecri.Runtime)(nil)
 
-func newFakeRuntime(images ...*runtimeapi.Image) *fakeRuntime {
-	r := &fakeRuntime{images: map[string]*runtimeapi.Image{}, removeErr: map[string]error{}}
-	for _, img := range images {
-		r.images[img.Id] = img
-	}
+func newFakeRuntime(clk *clocktesting.FakeClock, images ...*runtimeapi.Image) *fakecri.Runtime {
+	r := fakecri.New(clk)
+	r.AddImages(images...)
 	return r
 }
 
-func (r *fakeRuntime) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
-	r.mu.Lock()
-	listed := r.listed
-	var out []*runtimeapi.Image
-	err := r.listErr
-	if err == nil {
-		for _, k := range slices.Sorted(maps.Keys(r.images)) {
-			out = append(out, r.images[k])
-		}
-	}
-	r.mu.Unlock()
-	if listed != nil {
-		select {
-		case listed <- struct{}{}:
-		case <-ctx.Done():
-		}
-	}
-	return out, err
-}
-
-func (r *fakeRuntime) RemoveImage(_ context.Context, imageID string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.removeErr[imageID]; err != nil {
-		return err
-	}
-	delete(r.images, imageID)
-	r.removed = append(r.removed, imageID)
-	return nil
-}
-
-func (r *fakeRuntime) add(images ...*runtimeapi.Image) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, img := range images {
-		r.images[img.Id] = img
-	}
-}
-
-func (r *fakeRuntime) removedIDs() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.removed)
-}
+// removedIDs are the images the manager removed (the removals that did not
+// fail), in order.
+func (e *testEnv) removedIDs() []string { return e.rt.Succeeded("RemoveImage") }
 
 // fakeNode holds what a Manager reads besides the runtime.
 type fakeNode struct {
@@ -149,7 +99,7 @@ func (n *fakeNode) fsCallCount() int {
 
 type testEnv struct {
 	clk  *clocktesting.FakeClock
-	rt   *fakeRuntime
+	rt   *fakecri.Runtime
 	node *fakeNode
 	m    *Manager
 }
@@ -160,9 +110,9 @@ func newEnv(t *testing.T, p Policy, images ...*runtimeapi.Image) *testEnv {
 	t.Helper()
 	e := &testEnv{
 		clk:  clocktesting.NewFakeClock(t0),
-		rt:   newFakeRuntime(images...),
 		node: &fakeNode{capacity: 100, available: 90},
 	}
+	e.rt = newFakeRuntime(e.clk, images...)
 	m, err := NewManager(Options{
 		Policy: p, Runtime: e.rt, FsStats: e.node.fsStats, InUse: e.node.inUseRefs,
 		SandboxImage: "berth.local/pause:3.10", Pinned: []string{"registry.example/keep:1"},

@@ -25,9 +25,12 @@ type runner struct {
 func (e *testEnv) start(t *testing.T) *runner {
 	t.Helper()
 	r := &runner{e: e, listed: make(chan struct{}, 1000)}
-	e.rt.mu.Lock()
-	e.rt.listed = r.listed
-	e.rt.mu.Unlock()
+	e.rt.AfterList(func(ctx context.Context, _ string) {
+		select {
+		case r.listed <- struct{}{}:
+		case <-ctx.Done():
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -74,7 +77,7 @@ func TestRunPeriods(t *testing.T) {
 	if got := e.record(t, id('a')).firstDetected; !got.IsZero() {
 		t.Errorf("image present at start: firstDetected = %v, want the zero time", got)
 	}
-	e.rt.add(image('b', 10))
+	e.rt.AddImages(image('b', 10))
 	r.tick(t, 8) // 4m30s
 	if got := e.node.fsCallCount(); got != 1 {
 		t.Errorf("GC rounds before ImageGCPeriod = %d, want 1", got)
@@ -119,26 +122,22 @@ func TestRunImageGCFailedOnlyWhenRepeated(t *testing.T) {
 // detected and collected.
 func TestRunRetriesAfterRuntimeErrors(t *testing.T) {
 	e := newEnv(t, DefaultPolicy(), image('a', 10))
-	e.rt.mu.Lock()
-	e.rt.listErr = errors.New("runtime down")
-	e.rt.mu.Unlock()
+	e.rt.Fail("ListImages", errors.New("runtime down"))
 	e.node.set(func(n *fakeNode) { n.capacity, n.available = 100, 0 })
 	r := e.start(t)
 	r.waitList(t)
 	r.waitList(t)
 	r.tick(t, 1)
-	if len(e.m.snapshot()) != 0 || len(e.rt.removedIDs()) != 0 {
+	if len(e.m.snapshot()) != 0 || len(e.removedIDs()) != 0 {
 		t.Fatal("the manager recorded or removed images while the runtime was down")
 	}
-	e.rt.mu.Lock()
-	e.rt.listErr = nil
-	e.rt.mu.Unlock()
+	e.rt.Fail("ListImages", nil)
 	r.tick(t, 2) // detects at 1m; 1m30s
 	if got := e.record(t, id('a')).firstDetected; !got.IsZero() {
 		t.Errorf("firstDetected after the first successful detection = %v, want the zero time", got)
 	}
 	r.tick(t, 8) // GC at 5m; 5m30s
-	if got := e.rt.removedIDs(); !slices.Equal(got, []string{id('a')}) {
+	if got := e.removedIDs(); !slices.Equal(got, []string{id('a')}) {
 		t.Errorf("removed %q, want the unused image", got)
 	}
 }
@@ -154,7 +153,7 @@ func TestRunWithGCOff(t *testing.T) {
 	if got := e.node.fsCallCount(); got != 0 {
 		t.Errorf("GC rounds with the GC off = %d, want 0", got)
 	}
-	if got := e.rt.removedIDs(); len(got) != 0 {
+	if got := e.removedIDs(); len(got) != 0 {
 		t.Errorf("removed %q with the GC off", got)
 	}
 	freed, err := e.m.DeleteUnusedImages(context.Background())
@@ -162,7 +161,7 @@ func TestRunWithGCOff(t *testing.T) {
 	if err != nil || freed != 30 {
 		t.Errorf("DeleteUnusedImages() = %d, %v; want 30 bytes freed", freed, err)
 	}
-	if got := e.rt.removedIDs(); !slices.Equal(got, []string{id('a'), id('b')}) {
+	if got := e.removedIDs(); !slices.Equal(got, []string{id('a'), id('b')}) {
 		t.Errorf("removed %q, want both images", got)
 	}
 }
@@ -175,7 +174,7 @@ func TestRunWithOnlyMaxAge(t *testing.T) {
 	r.waitList(t)
 	r.waitList(t)
 	r.tick(t, 11) // GC at 5m, when berth has run longer than the maximum age; 5m30s
-	if got := e.rt.removedIDs(); !slices.Equal(got, []string{id('a')}) {
+	if got := e.removedIDs(); !slices.Equal(got, []string{id('a')}) {
 		t.Errorf("removed %q, want the image unused since start", got)
 	}
 }
@@ -197,10 +196,10 @@ func TestImages(t *testing.T) {
 	e.detect(t) // b used at t0+1m
 	e.node.set(func(n *fakeNode) { n.inUse = []string{"c:1"} })
 	e.clk.Step(2 * time.Hour)
-	e.rt.add(image('d', 6))
+	e.rt.AddImages(image('d', 6))
 	e.detect(t) // d detected at t0+2h1m
 	e.clk.Step(time.Hour)
-	e.rt.add(image('y', 7)) // detected by Images, at t0+3h1m
+	e.rt.AddImages(image('y', 7)) // detected by Images, at t0+3h1m
 	now := t0.Add(3*time.Hour + time.Minute)
 
 	got, err := e.m.Images(context.Background())
@@ -242,7 +241,7 @@ func TestImages(t *testing.T) {
 
 func TestImagesFailsWithoutTheRuntime(t *testing.T) {
 	e := newEnv(t, DefaultPolicy(), image('a', 1))
-	e.rt.listErr = errors.New("runtime down")
+	e.rt.Fail("ListImages", errors.New("runtime down"))
 	if _, err := e.m.Images(context.Background()); err == nil || !strings.Contains(err.Error(), "runtime down") {
 		t.Errorf("Images() error = %v, want the runtime's", err)
 	}
@@ -260,7 +259,7 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 40 {
 				switch g {
 				case 0:
-					e.rt.add(image(byte('d'+i%20), uint64(i)))
+					e.rt.AddImages(image(byte('d'+i%20), uint64(i)))
 					e.clk.Step(time.Second)
 				case 1:
 					_ = e.m.GarbageCollect(ctx)
@@ -275,7 +274,7 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if slices.Contains(e.rt.removedIDs(), id('c')) {
+	if slices.Contains(e.removedIDs(), id('c')) {
 		t.Error("the image in use was removed")
 	}
 }

@@ -109,24 +109,24 @@ func TestObserve(t *testing.T) {
 func TestDetectionTimes(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, DefaultPolicy(), image('a', 10))
-	e.rt.listErr = errors.New("runtime down")
+	e.rt.Fail("ListImages", errors.New("runtime down"))
 	if err := e.m.detectImages(ctx, time.Time{}, true); err == nil {
 		t.Fatal("detection succeeded with the runtime down")
 	}
-	e.rt.listErr = nil
+	e.rt.Fail("ListImages", nil)
 	e.clk.Step(time.Minute)
 	e.detect(t) // the first that succeeds
 	if got := e.record(t, id('a')).firstDetected; !got.IsZero() {
 		t.Errorf("image present at the first detection: firstDetected = %v, want the zero time", got)
 	}
 	e.clk.Step(time.Minute)
-	e.rt.add(image('b', 20))
+	e.rt.AddImages(image('b', 20))
 	e.detect(t)
 	if got, want := e.record(t, id('b')).firstDetected, t0.Add(2*time.Minute); !got.Equal(want) {
 		t.Errorf("image appearing later: firstDetected = %v, want %v", got, want)
 	}
 	e.clk.Step(time.Minute)
-	e.rt.add(image('c', 30))
+	e.rt.AddImages(image('c', 30))
 	if err := e.m.GarbageCollect(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestDetectionInUseFailureKeepsRecords(t *testing.T) {
 	e := newEnv(t, DefaultPolicy(), image('a', 10))
 	e.detect(t)
 	before := e.record(t, id('a'))
-	e.rt.add(image('b', 20))
+	e.rt.AddImages(image('b', 20))
 	e.node.set(func(n *fakeNode) { n.inUseErr = errors.New("cannot list containers") })
 	err := e.m.detectImages(context.Background(), time.Time{}, true)
 	if err == nil {

@@ -8,60 +8,44 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/internal/testing/fakecri"
 )
 
-// fakeRuntime plays a runtime whose containers write logs at given paths:
-// ReopenContainerLog creates the file again, as containerd does.
-type fakeRuntime struct {
-	mu        sync.Mutex
-	logs      map[string]string // container ID → log path
-	exited    map[string]bool
-	reopenErr error
-	reopened  []string
-}
+var _ Runtime = (*fakecri.Runtime)(nil)
 
-func (f *fakeRuntime) ListContainers(_ context.Context, _ *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []*runtimeapi.Container
-	for id := range f.logs {
+// newFakeRuntime is a runtime whose containers (ID → log path) write logs:
+// running, but for those named exited. ReopenContainerLog creates the file
+// again, as containerd does.
+func newFakeRuntime(logs map[string]string, exited ...string) *fakecri.Runtime {
+	rt := fakecri.New(nil)
+	for _, id := range slices.Sorted(maps.Keys(logs)) {
 		state := runtimeapi.ContainerState_CONTAINER_RUNNING
-		if f.exited[id] {
+		if slices.Contains(exited, id) {
 			state = runtimeapi.ContainerState_CONTAINER_EXITED
 		}
-		out = append(out, &runtimeapi.Container{Id: id, State: state})
+		rt.AddContainer(&runtimeapi.Container{Id: id, State: state}, &runtimeapi.ContainerStatus{LogPath: logs[id]})
 	}
-	return out, nil
+	return rt
 }
 
-func (f *fakeRuntime) ContainerStatus(_ context.Context, id string) (*runtimeapi.ContainerStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return &runtimeapi.ContainerStatus{Id: id, LogPath: f.logs[id]}, nil
-}
-
-func (f *fakeRuntime) ReopenContainerLog(_ context.Context, id string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reopened = append(f.reopened, id)
-	if f.reopenErr != nil {
-		return f.reopenErr
+// reopened lists the containers whose logs the rotator asked to reopen.
+func reopened(rt *fakecri.Runtime) []string {
+	var out []string
+	for _, c := range rt.CallsOf("ReopenContainerLog") {
+		out = append(out, strings.TrimPrefix(c, "ReopenContainerLog "))
 	}
-	file, err := os.OpenFile(f.logs[id], os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return err
-	}
-	return file.Close()
+	return out
 }
 
 func writeLog(t *testing.T, path, content string) {
@@ -113,7 +97,7 @@ func TestRotatorRotatesCompressesRemoves(t *testing.T) {
 	path := filepath.Join(dir, "0.log")
 	small := filepath.Join(dir, "1.log")
 	exited := filepath.Join(dir, "2.log")
-	rt := &fakeRuntime{logs: map[string]string{"a": path, "b": small, "c": exited}, exited: map[string]bool{"c": true}}
+	rt := newFakeRuntime(map[string]string{"a": path, "b": small, "c": exited}, "c")
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	var out bytes.Buffer
 	r := newTestRotator(rt, clk, &out)
@@ -138,8 +122,8 @@ func TestRotatorRotatesCompressesRemoves(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "0.log.20261127-120200")); string(b) != "third round\n" {
 		t.Errorf("latest rotated file holds %q", b)
 	}
-	if !slices.Equal(rt.reopened, []string{"a", "a", "a"}) {
-		t.Errorf("reopened %v, want a three times", rt.reopened)
+	if !slices.Equal(reopened(rt), []string{"a", "a", "a"}) {
+		t.Errorf("reopened %v, want a three times", reopened(rt))
 	}
 	if out.Len() != 0 && strings.Contains(out.String(), "failed") {
 		t.Errorf("unexpected failure logged:\n%s", out.String())
@@ -161,7 +145,8 @@ func fileSize(t *testing.T, path string) int64 {
 func TestRotatorReopenFailurePutsBack(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "0.log")
-	rt := &fakeRuntime{logs: map[string]string{"a": path}, reopenErr: errors.New("runtime says no")}
+	rt := newFakeRuntime(map[string]string{"a": path})
+	rt.Fail("ReopenContainerLog", errors.New("runtime says no"))
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC))
 	var out bytes.Buffer
 	r := newTestRotator(rt, clk, &out)
@@ -183,9 +168,7 @@ func TestRotatorReopenFailurePutsBack(t *testing.T) {
 		t.Errorf("the log does not give the cause:\n%s", out.String())
 	}
 
-	rt.mu.Lock()
-	rt.reopenErr = nil
-	rt.mu.Unlock()
+	rt.Fail("ReopenContainerLog", nil)
 	r.RotateOnce(context.Background())
 	if got := dirNames(t, dir); !slices.Equal(got, []string{"0.log", "0.log.20261127-120300"}) {
 		t.Errorf("files %v after recovery", got)
@@ -199,7 +182,7 @@ func TestRotatorReopenFailurePutsBack(t *testing.T) {
 func TestRotatorRecreatesRemovedLog(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "0.log")
-	rt := &fakeRuntime{logs: map[string]string{"a": path}}
+	rt := newFakeRuntime(map[string]string{"a": path})
 	clk := clocktesting.NewFakeClock(time.Now())
 	var out bytes.Buffer
 	r := newTestRotator(rt, clk, &out)
@@ -207,8 +190,8 @@ func TestRotatorRecreatesRemovedLog(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("the log was not created again: %v", err)
 	}
-	if !slices.Equal(rt.reopened, []string{"a"}) {
-		t.Errorf("reopened %v", rt.reopened)
+	if !slices.Equal(reopened(rt), []string{"a"}) {
+		t.Errorf("reopened %v", reopened(rt))
 	}
 }
 
@@ -216,7 +199,7 @@ func TestRotatorRecreatesRemovedLog(t *testing.T) {
 func TestRotatorRun(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "0.log")
-	rt := &fakeRuntime{logs: map[string]string{"a": path}}
+	rt := newFakeRuntime(map[string]string{"a": path})
 	clk := clocktesting.NewFakeClock(time.Now())
 	var out bytes.Buffer
 	r := newTestRotator(rt, clk, &out)

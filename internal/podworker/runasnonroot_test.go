@@ -18,37 +18,35 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/testing/fakecri"
 	"github.com/berth-dev/berth/internal/volume"
 )
 
+var _ Runtime = (*fakecri.Runtime)(nil)
+
 // userRuntime knows one image, "busybox", whose record carries the user
-// under test, and records the containers it is asked to create. Only the
-// Runtime methods a container start uses are implemented.
-type userRuntime struct {
-	Runtime
-	image *runtimeapi.Image
-	// statusErr fails ImageStatus by image ID, i.e. the read of the
-	// image's user after the pull step found the image by name.
-	statusErr error
-	created   []*runtimeapi.ContainerConfig
-}
-
-func (r *userRuntime) ImageStatus(_ context.Context, image string) (*runtimeapi.Image, error) {
-	if image == r.image.Id && r.statusErr != nil {
-		return nil, r.statusErr
+// under test, and has the sandbox "sb". statusErr fails ImageStatus by
+// image ID, i.e. the read of the image's user after the pull step found
+// the image by name.
+func userRuntime(image *runtimeapi.Image, statusErr error) *fakecri.Runtime {
+	rt := fakecri.New(nil)
+	image.RepoTags = []string{"busybox"}
+	rt.AddImages(image)
+	rt.AddSandbox(&runtimeapi.PodSandbox{Id: "sb", State: runtimeapi.PodSandboxState_SANDBOX_READY}, "")
+	if statusErr != nil {
+		rt.Fail("ImageStatus "+image.Id, statusErr)
 	}
-	if image == "busybox" || image == r.image.Id {
-		return r.image, nil
+	return rt
+}
+
+// created are the configs of the containers rt created.
+func created(rt *fakecri.Runtime) []*runtimeapi.ContainerConfig {
+	var out []*runtimeapi.ContainerConfig
+	for _, id := range rt.Containers() {
+		out = append(out, rt.ContainerConfig(id))
 	}
-	return nil, nil
+	return out
 }
-
-func (r *userRuntime) CreateContainer(_ context.Context, _ string, cfg *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
-	r.created = append(r.created, cfg)
-	return "c1", nil
-}
-
-func (r *userRuntime) StartContainer(context.Context, string) error { return nil }
 
 // hostVolumes is a volume host in a temporary directory; setupErr fails
 // Setup.
@@ -108,7 +106,7 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.image.Id = "sha256:busybox"
-			rt := &userRuntime{image: tt.image, statusErr: tt.statusErr}
+			rt := userRuntime(tt.image, tt.statusErr)
 			w, events := startTestWorker(t, rt, &hostVolumes{dir: t.TempDir(), setupErr: tt.setupErr})
 			pod := &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "u1"},
@@ -117,11 +115,12 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 				}}},
 			}
 			c := &pod.Spec.Containers[0]
-			retry := w.startContainer(context.Background(), pod, c, false, &container.PodStatus{}, "sb", nil, nil, w.ws.deps.Log)
+			ex := &execution{w: w, pod: pod, st: &container.PodStatus{}, sandboxID: "sb", log: w.ws.deps.Log}
+			retry := ex.startContainer(context.Background(), c, false)
 
 			if tt.wantMsg != "" {
-				if retry != retryAfterError || len(rt.created) != 0 {
-					t.Fatalf("retry %v, created %d containers; want a retry in %v and none", retry, len(rt.created), retryAfterError)
+				if retry != retryAfterError || len(created(rt)) != 0 {
+					t.Fatalf("retry %v, created %d containers; want a retry in %v and none", retry, len(created(rt)), retryAfterError)
 				}
 				got := w.waiting["app"]
 				if got.Reason != reasonCreateConfigError || got.Message != tt.wantMsg {
@@ -132,10 +131,10 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 				}
 				return
 			}
-			if retry != 0 || len(rt.created) != 1 {
-				t.Fatalf("retry %v, created %d containers, waiting %+v; want it started", retry, len(rt.created), w.waiting)
+			if retry != 0 || len(created(rt)) != 1 {
+				t.Fatalf("retry %v, created %d containers, waiting %+v; want it started", retry, len(created(rt)), w.waiting)
 			}
-			sc := rt.created[0].GetLinux().GetSecurityContext()
+			sc := created(rt)[0].GetLinux().GetSecurityContext()
 			var gotUID *int64
 			if sc.GetRunAsUser() != nil {
 				gotUID = &sc.RunAsUser.Value

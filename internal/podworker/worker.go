@@ -267,12 +267,13 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	w.refreshVolumes(ctx, pod, st, plan, log)
 	next := d.Resync
 	if !plan.Idle() {
-		if after := w.apply(ctx, pod, st, plan, log); after > 0 && after < next {
-			next = after
-		}
-		if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
+		var after time.Duration
+		if st, after, err = w.applyAndObserve(ctx, pod, st, plan, log); err != nil {
 			log.Warn("reading pod status from the runtime failed", "err", err)
 			return retryAfterError
+		}
+		if after > 0 && after < next {
+			next = after
 		}
 	}
 	w.publish(pod, st, false)
@@ -291,6 +292,19 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		d.Probes.AddPod(pod)
 	}
 	return next
+}
+
+// applyAndObserve carries out plan's steps, then reads the pod's runtime
+// status again to publish what they did: the read is the steps' results
+// fed back. Steps that only waited out back-offs did no I/O, and the
+// sync's snapshot still stands.
+func (w *worker) applyAndObserve(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (*container.PodStatus, time.Duration, error) {
+	after, touched := w.apply(ctx, pod, st, plan, log)
+	if !touched {
+		return st, after, nil
+	}
+	st, err := w.ws.deps.Runtime.PodStatus(ctx, pod.UID)
+	return st, after, err
 }
 
 func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool) {

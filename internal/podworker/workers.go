@@ -25,6 +25,9 @@ import (
 type Runtime interface {
 	PodStatus(ctx context.Context, uid types.UID) (*container.PodStatus, error)
 	RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error)
+	// SandboxStatus reads one sandbox: the one a sync just created, whose
+	// IP the containers need.
+	SandboxStatus(ctx context.Context, id string) (container.SandboxStatus, error)
 	StopPodSandbox(ctx context.Context, id string) error
 	RemovePodSandbox(ctx context.Context, id string) error
 	ImageStatus(ctx context.Context, image string) (*runtimeapi.Image, error)

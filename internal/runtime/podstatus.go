@@ -69,6 +69,16 @@ func (s *Service) PodStatus(ctx context.Context, uid types.UID) (*container.PodS
 	return ps, nil
 }
 
+// SandboxStatus returns one sandbox's status: what a pod worker needs of the
+// sandbox it just created (its IP), without reading the whole pod again.
+func (s *Service) SandboxStatus(ctx context.Context, id string) (container.SandboxStatus, error) {
+	st, err := s.PodSandboxStatus(ctx, id)
+	if err != nil {
+		return container.SandboxStatus{}, fmt.Errorf("status of sandbox %s: %w", id, err)
+	}
+	return sandboxStatus(st), nil
+}
+
 func sandboxStatus(st *runtimeapi.PodSandboxStatus) container.SandboxStatus {
 	out := container.SandboxStatus{
 		ID:          st.Id,

@@ -23,34 +23,28 @@ import (
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/testing/fakecri"
 )
 
 // The CRI client berth runs with is a Runtime.
 var _ Runtime = (*runtime.Service)(nil)
 
-// fakeRuntime answers from fixed lists, or fails every call with err.
-type fakeRuntime struct {
-	sandboxes  []*runtimeapi.PodSandbox
-	containers []*runtimeapi.Container
-	stats      []*runtimeapi.ContainerStats
-	imageFs    *runtimeapi.ImageFsInfoResponse
-	err        error
-}
+var _ Runtime = (*fakecri.Runtime)(nil)
 
-func (f *fakeRuntime) ListPodSandboxes(context.Context, *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	return f.sandboxes, f.err
-}
-
-func (f *fakeRuntime) ListContainers(context.Context, *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	return f.containers, f.err
-}
-
-func (f *fakeRuntime) ListContainerStats(context.Context, *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
-	return f.stats, f.err
-}
-
-func (f *fakeRuntime) ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
-	return f.imageFs, f.err
+// newFakeRuntime is a runtime holding sandboxes and containers, whose
+// stats and image filesystem are stats and imageFs.
+func newFakeRuntime(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container,
+	stats []*runtimeapi.ContainerStats, imageFs *runtimeapi.ImageFsInfoResponse) *fakecri.Runtime {
+	rt := fakecri.New(nil)
+	for _, sb := range sandboxes {
+		rt.AddSandbox(sb, "")
+	}
+	for _, c := range containers {
+		rt.AddContainer(c, nil)
+	}
+	rt.SetContainerStats(stats)
+	rt.SetImageFsInfo(imageFs)
+	return rt
 }
 
 var (
@@ -65,7 +59,8 @@ const kubepodsCg = "/kubepods"
 // volume and logs; and one pod ("idle", uid u2) that has nothing yet.
 type fixture struct {
 	proc, cgroups, root, logs, images string
-	rt                                *fakeRuntime
+	rt                                *fakecri.Runtime
+	imageFs                           *runtimeapi.ImageFsInfoResponse
 	v2                                bool
 	clock                             *clocktesting.FakePassiveClock
 	pods                              []*v1.Pod
@@ -126,18 +121,23 @@ func newFixture(t *testing.T, v2 bool) *fixture {
 
 	u1 := map[string]string{container.LabelPodUID: "u1"}
 	running, exited := runtimeapi.ContainerState_CONTAINER_RUNNING, runtimeapi.ContainerState_CONTAINER_EXITED
-	f.rt = &fakeRuntime{
-		sandboxes: []*runtimeapi.PodSandbox{
+	f.imageFs = &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{
+		Timestamp: testNow.UnixNano(),
+		FsId:      &runtimeapi.FilesystemIdentifier{Mountpoint: f.images},
+		UsedBytes: &runtimeapi.UInt64Value{Value: 1 << 20}, InodesUsed: &runtimeapi.UInt64Value{Value: 42},
+	}}}
+	f.rt = newFakeRuntime(
+		[]*runtimeapi.PodSandbox{
 			{Id: "s-old", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "u1"}, State: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, CreatedAt: sandboxStart.Add(-time.Hour).UnixNano()},
 			{Id: "s1", Metadata: &runtimeapi.PodSandboxMetadata{Uid: "u1"}, State: runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: sandboxStart.UnixNano()},
 		},
-		containers: []*runtimeapi.Container{
+		[]*runtimeapi.Container{
 			{Id: "c-app-old", Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Labels: u1, State: exited, CreatedAt: 100},
 			{Id: "c-app", Metadata: &runtimeapi.ContainerMetadata{Name: "app", Attempt: 1}, Labels: u1, State: running, CreatedAt: 200},
 			{Id: "c-side", Metadata: &runtimeapi.ContainerMetadata{Name: "sidecar"}, Labels: u1, State: running, CreatedAt: 150},
 			{Id: "c-stranger", Metadata: &runtimeapi.ContainerMetadata{Name: "x"}, Labels: map[string]string{container.LabelPodUID: "u9"}, State: running},
 		},
-		stats: []*runtimeapi.ContainerStats{
+		[]*runtimeapi.ContainerStats{
 			{
 				Attributes: &runtimeapi.ContainerAttributes{Id: "c-app"},
 				Cpu:        &runtimeapi.CpuUsage{Timestamp: testNow.UnixNano(), UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: 42}},
@@ -159,12 +159,8 @@ func newFixture(t *testing.T, v2 bool) *fixture {
 				},
 			},
 		},
-		imageFs: &runtimeapi.ImageFsInfoResponse{ImageFilesystems: []*runtimeapi.FilesystemUsage{{
-			Timestamp: testNow.UnixNano(),
-			FsId:      &runtimeapi.FilesystemIdentifier{Mountpoint: f.images},
-			UsedBytes: &runtimeapi.UInt64Value{Value: 1 << 20}, InodesUsed: &runtimeapi.UInt64Value{Value: 42},
-		}}},
-	}
+		f.imageFs,
+	)
 	return f
 }
 
@@ -498,7 +494,7 @@ func TestGetPodWithoutCgroupSumsItsContainers(t *testing.T) {
 
 func TestGetRuntimeDown(t *testing.T) {
 	f := newFixture(t, false)
-	f.rt.err = errors.New("connection refused")
+	f.rt.Fail("*", errors.New("connection refused"))
 	s, err := f.provider().Get(context.Background())
 	if err != nil {
 		t.Fatalf("Get with the runtime down: %v, want a summary without runtime stats", err)
@@ -558,7 +554,7 @@ func TestGetLeavesUnreadableFieldsNil(t *testing.T) {
 	os.Remove(filepath.Join(f.cgroups, "cpu,cpuacct", "cpuacct.usage"))
 	os.RemoveAll(filepath.Join(f.cgroups, "cpu,cpuacct", podCg))
 	os.RemoveAll(filepath.Join(f.podLogs(), "sidecar"))
-	f.rt.imageFs = &runtimeapi.ImageFsInfoResponse{}
+	f.rt.SetImageFsInfo(&runtimeapi.ImageFsInfoResponse{})
 	s, err := f.provider().Get(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -602,15 +598,15 @@ func TestHasDedicatedImageFs(t *testing.T) {
 	}
 	own := filepath.Join(f.images, "own")
 	mountTmpfs(t, own)
-	f.rt.imageFs.ImageFilesystems[0].FsId.Mountpoint = own
+	f.imageFs.ImageFilesystems[0].FsId.Mountpoint = own
 	if got, err := p.HasDedicatedImageFs(ctx); err != nil || !got {
 		t.Errorf("images on their own filesystem: %v, %v; want true", got, err)
 	}
-	f.rt.imageFs = &runtimeapi.ImageFsInfoResponse{}
+	f.rt.SetImageFsInfo(&runtimeapi.ImageFsInfoResponse{})
 	if _, err := p.HasDedicatedImageFs(ctx); err == nil {
 		t.Error("no image filesystem reported: no error")
 	}
-	f.rt.err = errors.New("down")
+	f.rt.Fail("*", errors.New("down"))
 	if _, err := p.HasDedicatedImageFs(ctx); err == nil {
 		t.Error("runtime down: no error")
 	}
@@ -703,7 +699,7 @@ func ptrTime(t time.Time) *metav1.Time {
 // whichever the host has), only reading: the fakes above must agree with
 // the kernel's file formats.
 func TestGetOnThisHost(t *testing.T) {
-	rt := &fakeRuntime{imageFs: &runtimeapi.ImageFsInfoResponse{}}
+	rt := newFakeRuntime(nil, nil, nil, &runtimeapi.ImageFsInfoResponse{})
 	p := New(Options{Runtime: rt, RootDir: t.TempDir(), PodLogsDir: t.TempDir()})
 	s, err := p.Get(context.Background())
 	if err != nil {
