@@ -103,9 +103,3 @@ func (w *worker) admit(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 	}
 	return false, devicePluginRetry
 }
-
-// rejectedStatus is the status the Rejecter wrote of a pod that was not
-// admitted, for the syncs after to keep.
-func rejectedStatus(rej *rejection) v1.PodStatus {
-	return lifecycle.RejectedStatus(rej.reason, rej.message)
-}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/lifecycle"
 )
 
 func TestAdmitVerdict(t *testing.T) {
@@ -44,7 +45,7 @@ func TestAdmitVerdict(t *testing.T) {
 			}
 		})
 	}
-	st := rejectedStatus(&rejection{"UnexpectedAdmissionError", "Allocate failed"})
+	st := lifecycle.RejectedStatus("UnexpectedAdmissionError", "Allocate failed")
 	if st.Phase != "Failed" || st.Message != "Pod was rejected: Allocate failed" {
 		t.Errorf("rejected status = %+v", st)
 	}

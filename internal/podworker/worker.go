@@ -224,8 +224,8 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError
 	}
-	if rej := w.admission.rejected; rej != nil {
-		d.Status.Set(pod, rejectedStatus(rej))
+	if w.admission.rejected != nil {
+		// The Rejecter wrote its status; it never starts.
 		return d.Resync
 	}
 	if w.published == nil {
@@ -246,9 +246,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	}
 	w.waitsForPredecessor = false
 	if ok, after := w.admit(ctx, pod, st, log); !ok {
-		if rej := w.admission.rejected; rej != nil {
-			d.Status.Set(pod, rejectedStatus(rej))
-		} else {
+		if w.admission.rejected == nil {
 			w.publish(pod, st, false)
 		}
 		return after
