@@ -212,34 +212,12 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 	}
 	ticker := clk.NewTicker(pollInterval)
 	defer ticker.Stop()
-
-	var events <-chan fsnotify.Event
-	var watchErrs <-chan error
-	if watcher, err := fsnotify.NewWatcher(); err == nil {
-		defer watcher.Close()
-		if watcher.Add(filepath.Dir(c.path)) == nil {
-			events, watchErrs = watcher.Events, watcher.Errors
-		}
-	}
+	events, watchErrs, unwatch := watchDir(filepath.Dir(c.path))
+	defer unwatch()
 	stopped := func() bool { return opts.Stop != nil && opts.Stop() }
 	watched := filepath.Clean(c.path) // as the events name it
-	current := f
-	defer func() {
-		if current != f {
-			current.Close()
-		}
-	}()
-	// switchTo goes on in the file now at the path if it is a new one.
-	switchTo := func() error {
-		next, err := c.reopened(current)
-		if next != nil {
-			if current != f {
-				current.Close()
-			}
-			current = next
-		}
-		return err
-	}
+	fl := &following{c: c, first: f, current: f}
+	defer fl.close()
 
 	if err := c.copyAvailable(); err != nil {
 		return err
@@ -279,7 +257,7 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 			// wrote before exiting is copied (from a new file too, if it was
 			// rotated just before), then the copy ends.
 			if stopped() {
-				if err := switchTo(); err != nil {
+				if err := fl.switchTo(); err != nil {
 					return err
 				}
 				return c.drain()
@@ -289,10 +267,50 @@ func (c *copier) follow(ctx context.Context, f *os.File, opts Options) error {
 			return err
 		}
 		if moved {
-			if err := switchTo(); err != nil {
+			if err := fl.switchTo(); err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// watchDir watches dir for the log's rotations; the channels are nil where
+// inotify is unavailable, and the ticker alone then notices.
+func watchDir(dir string) (<-chan fsnotify.Event, <-chan error, func()) {
+	watcher, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, nil, func() {}
+	}
+	if watcher.Add(dir) != nil {
+		watcher.Close()
+		return nil, nil, func() {}
+	}
+	return watcher.Events, watcher.Errors, func() { watcher.Close() }
+}
+
+// following is the file a follow copies from: the one it opened first, or
+// the one the runtime opened at the path after a rotation.
+type following struct {
+	c       *copier
+	first   *os.File
+	current *os.File
+}
+
+// switchTo goes on in the file now at the path if it is a new one.
+func (fl *following) switchTo() error {
+	next, err := fl.c.reopened(fl.current)
+	if next != nil {
+		fl.close()
+		fl.current = next
+	}
+	return err
+}
+
+// close closes the current file unless it is the first, which the caller
+// owns.
+func (fl *following) close() {
+	if fl.current != fl.first {
+		fl.current.Close()
 	}
 }
 
