@@ -13,91 +13,113 @@ import v1 "k8s.io/api/core/v1"
 // podHasInitialized means a regular container exists in the current sandbox,
 // so restarting sidecars do not send the pod back to Pending.
 func getPhase(spec *v1.PodSpec, statuses []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
-	pendingInit, failedInit := 0, 0
-	pendingSidecars := 0
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
-
+	var n phaseCounts
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		st, ok := findStatus(statuses, c.Name)
 		if isSidecar(c) {
-			switch {
-			case !ok:
-				unknown++
-			case st.State.Running != nil:
-				if st.Started == nil || !*st.Started {
-					pendingSidecars++
-				}
-				running++
-			case st.State.Terminated != nil:
-				// A stopped sidecar does not count towards the phase.
-			case st.State.Waiting != nil:
-				if st.LastTerminationState.Terminated == nil {
-					pendingSidecars++
-					waiting++
-				}
-			default:
-				pendingSidecars++
-				unknown++
-			}
-			continue
-		}
-		switch {
-		case !ok || st.State.Running != nil:
-			pendingInit++
-		case st.State.Terminated != nil:
-			if st.State.Terminated.ExitCode != 0 {
-				failedInit++
-			}
-		case st.State.Waiting != nil:
-			if last := st.LastTerminationState.Terminated; last == nil {
-				pendingInit++
-			} else if last.ExitCode != 0 {
-				failedInit++
-			}
-		default:
-			pendingInit++
+			n.addSidecar(st, ok)
+		} else {
+			n.addInit(st, ok)
 		}
 	}
-
 	for i := range spec.Containers {
 		st, ok := findStatus(statuses, spec.Containers[i].Name)
-		switch {
-		case !ok:
-			unknown++
-		case st.State.Running != nil:
-			running++
-		case st.State.Terminated != nil:
-			stopped++
-			if st.State.Terminated.ExitCode == 0 {
-				succeeded++
-			}
-		case st.State.Waiting != nil:
-			if st.LastTerminationState.Terminated != nil {
-				stopped++
-			} else {
-				waiting++
-			}
-		default:
-			unknown++
-		}
+		n.addApp(st, ok)
 	}
+	return n.phase(spec.RestartPolicy, podIsTerminal, podHasInitialized)
+}
 
-	if failedInit > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
+// phaseCounts are the kubelet's getPhase counters.
+type phaseCounts struct {
+	pendingInit, failedInit, pendingSidecars      int
+	unknown, running, waiting, stopped, succeeded int
+}
+
+// addSidecar counts a restartable init container: running counts as
+// running (pending until started), a stopped one not at all.
+func (n *phaseCounts) addSidecar(st *v1.ContainerStatus, ok bool) {
+	switch {
+	case !ok:
+		n.unknown++
+	case st.State.Running != nil:
+		if st.Started == nil || !*st.Started {
+			n.pendingSidecars++
+		}
+		n.running++
+	case st.State.Terminated != nil:
+		// A stopped sidecar does not count towards the phase.
+	case st.State.Waiting != nil:
+		if st.LastTerminationState.Terminated == nil {
+			n.pendingSidecars++
+			n.waiting++
+		}
+	default:
+		n.pendingSidecars++
+		n.unknown++
+	}
+}
+
+// addInit counts a regular init container: pending until it exited 0.
+func (n *phaseCounts) addInit(st *v1.ContainerStatus, ok bool) {
+	switch {
+	case !ok || st.State.Running != nil:
+		n.pendingInit++
+	case st.State.Terminated != nil:
+		if st.State.Terminated.ExitCode != 0 {
+			n.failedInit++
+		}
+	case st.State.Waiting != nil:
+		if last := st.LastTerminationState.Terminated; last == nil {
+			n.pendingInit++
+		} else if last.ExitCode != 0 {
+			n.failedInit++
+		}
+	default:
+		n.pendingInit++
+	}
+}
+
+// addApp counts a regular container.
+func (n *phaseCounts) addApp(st *v1.ContainerStatus, ok bool) {
+	switch {
+	case !ok:
+		n.unknown++
+	case st.State.Running != nil:
+		n.running++
+	case st.State.Terminated != nil:
+		n.stopped++
+		if st.State.Terminated.ExitCode == 0 {
+			n.succeeded++
+		}
+	case st.State.Waiting != nil:
+		if st.LastTerminationState.Terminated != nil {
+			n.stopped++
+		} else {
+			n.waiting++
+		}
+	default:
+		n.unknown++
+	}
+}
+
+// phase decides from the counts.
+func (n *phaseCounts) phase(policy v1.RestartPolicy, podIsTerminal, podHasInitialized bool) v1.PodPhase {
+	if n.failedInit > 0 && policy == v1.RestartPolicyNever {
 		return v1.PodFailed
 	}
 	switch {
-	case pendingInit > 0 || (pendingSidecars > 0 && !podHasInitialized), waiting > 0:
+	case n.pendingInit > 0 || (n.pendingSidecars > 0 && !podHasInitialized), n.waiting > 0:
 		// Something has not started yet.
 		return v1.PodPending
-	case running > 0 && unknown == 0:
+	case n.running > 0 && n.unknown == 0:
 		return v1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
-		if podIsTerminal || spec.RestartPolicy != v1.RestartPolicyAlways {
-			if stopped == succeeded {
+	case n.running == 0 && n.stopped > 0 && n.unknown == 0:
+		if podIsTerminal || policy != v1.RestartPolicyAlways {
+			if n.stopped == n.succeeded {
 				return v1.PodSucceeded
 			}
-			if podIsTerminal || spec.RestartPolicy == v1.RestartPolicyNever {
+			if podIsTerminal || policy == v1.RestartPolicyNever {
 				return v1.PodFailed
 			}
 		}
