@@ -1,7 +1,9 @@
-// Package agent wires berth together and owns its start-up and shutdown
-// order: runtime first (managed containerd, images, CNI), then the pieces
-// that use it (pod workers, PLEG, pod source, local API), and the sync loop
-// that routes events between them.
+// Package agent puts berth together and owns its start-up and shutdown
+// order: the listeners first, then the runtime (internal/noderuntime), then
+// the parts that use it, each a value built from the parts it needs (see
+// parts for the graph) and run under one errgroup; and the sync loop that
+// routes pods and events between them and publishes what it decided
+// (podView) for the others to read.
 package agent
 
 import (
