@@ -38,8 +38,8 @@ type claimed struct {
 // cluster connection and the secure API's credentials, the admin socket,
 // and the store (whose pods are read now, before anything starts). What it
 // took is given back when it fails.
-func claim(ctx context.Context, cfg *config.Config, log *slog.Logger) (c *claimed, err error) {
-	c = &claimed{}
+func claim(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *claimed, err error) {
+	c := &claimed{}
 	defer func() {
 		if err != nil {
 			c.release()
