@@ -8,6 +8,8 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 
 	"golang.org/x/sync/errgroup"
@@ -138,3 +140,13 @@ func nodeImages(ctx context.Context, cri *runtime.Service, log *slog.Logger) []v
 // later than all at once), 8 kept it busy: half the median start, the
 // same last one.
 func parallelPodStarts(cpus int) int { return max(8, 4*cpus) }
+
+// stopping marks an error of a start-up that ctx's end cut short (a CRI
+// call cancelled by SIGTERM) as that end's consequence, so that berth
+// exits as from any stop it was asked for, without an error.
+func stopping(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	return err
+}

@@ -60,25 +60,27 @@ type parts struct {
 	rt       *noderuntime.Runtime
 	recorder *events.Recorder
 
-	statuses    *status.Manager
-	terminal    *status.TerminalStore
-	probes      *prober.Manager
-	view        *podView
-	link        *workerLink
-	devices     *devicemanager.Manager
-	started     bool // devices started: Wait must be waited for
-	relist      *pleg.PLEG
-	plegEvents  chan pleg.Event
-	volumes     *volume.Manager
-	imageGC     *images.Manager
-	containerGC *containergc.Manager
-	summary     *stats.Provider
-	evictions   *eviction.Manager
-	services    *podobjects.Services // nil standalone
-	workers     *podWorkers
-	sources     *podSources
-	loop        *syncLoop
-	servers     *servers
+	statuses *status.Manager
+	terminal *status.TerminalStore
+	probes   *prober.Manager
+	view     *podView
+	link     *workerLink
+	devices  *devicemanager.Manager
+	// devicesStarted is set once the device manager runs: its Wait must
+	// be waited for.
+	devicesStarted bool
+	relist         *pleg.PLEG
+	plegEvents     chan pleg.Event
+	volumes        *volume.Manager
+	imageGC        *images.Manager
+	containerGC    *containergc.Manager
+	summary        *stats.Provider
+	evictions      *eviction.Manager
+	services       *podobjects.Services // nil standalone
+	workers        *podWorkers
+	sources        *podSources
+	loop           *syncLoop
+	servers        *servers
 }
 
 // build builds every part in dependency order (see parts). Only the
@@ -134,7 +136,7 @@ func (p *parts) abandon(cancel context.CancelFunc) {
 		p.workers.Stop()
 	}
 	cancel()
-	if p.started {
+	if p.devicesStarted {
 		p.devices.Wait()
 	}
 }
@@ -176,7 +178,7 @@ func (p *parts) buildDevices(ctx context.Context) error {
 	if err := p.devices.Start(ctx); err != nil {
 		return fmt.Errorf("device manager: %w", err)
 	}
-	p.started = true
+	p.devicesStarted = true
 	return nil
 }
 
