@@ -230,13 +230,13 @@ func nodeSysctls(allowedUnsafe []string, log *slog.Logger) (*admission.SysctlAll
 // rejected while the pod is still wanted (one of `berth apply`, which the
 // API server never has): publish forgets it with the pod, as the kubelet's
 // status manager keeps the status of every pod its pod manager has.
-func (l *syncLoop) forgetStatus(uid types.UID) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	for _, e := range l.desired {
+// The loop publishes its view before the Rejecter writes a status, so the
+// view always knows a rejection whose status is written.
+func (v *podView) forgetStatus(uid types.UID) {
+	for _, e := range v.load().desired {
 		if e.pod.UID == uid && e.rejected != nil {
 			return
 		}
 	}
-	l.statuses.Delete(uid)
+	v.statuses.Delete(uid)
 }

@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/internal/admission"
@@ -319,12 +320,14 @@ func TestPublishRejections(t *testing.T) {
 func TestForgetStatusKeepsWantedRejections(t *testing.T) {
 	statuses := status.NewManager()
 	rejected, gone := sized("rejected", "1", ""), sized("gone", "2", "")
-	l := &syncLoop{statuses: statuses, desired: desiredFrom(snapshot(rejected), nil)}
-	l.desired["default/rejected"].rejected = &admission.Result{Reason: "OutOfcpu"}
+	desired := desiredFrom(snapshot(rejected), nil)
+	desired["default/rejected"].rejected = &admission.Result{Reason: "OutOfcpu"}
+	v := newPodView(statuses, clock.RealClock{}, t.TempDir())
+	v.snap.Store(&podSnapshot{desired: map[string]podEntry{"default/rejected": *desired["default/rejected"]}})
 	statuses.Set(rejected, lifecycle.RejectedStatus("OutOfcpu", "cpu"))
 	statuses.Set(gone, v1.PodStatus{Phase: v1.PodSucceeded})
-	l.forgetStatus("1")
-	l.forgetStatus("2")
+	v.forgetStatus("1")
+	v.forgetStatus("2")
 	if _, ok := statuses.Get("1"); !ok {
 		t.Error("the rejection of a pod still wanted was forgotten")
 	}

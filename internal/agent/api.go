@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/devicemanager"
@@ -19,17 +20,24 @@ import (
 	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/internal/server"
 	"github.com/berth-dev/berth/internal/stats"
+	"github.com/berth-dev/berth/internal/status"
 )
 
 const apiCallTimeout = 10 * time.Second
 
-// apiSource answers the local API from the sync loop and the runtime.
+// apiSource answers the local API (and the admin socket's streams and
+// logs) from the sync loop's view, the status manager and the runtime.
 type apiSource struct {
-	loop    *syncLoop
-	cri     *runtime.Service
-	events  *events.Recorder
-	devices *devicemanager.Manager
-	images  *images.Manager
+	view     *podView
+	statuses *status.Manager
+	// pleg is the relist's health.
+	pleg     interface{ Healthy() error }
+	nodeName string
+	clk      clock.PassiveClock
+	cri      *runtime.Service
+	events   *events.Recorder
+	devices  *devicemanager.Manager
+	images   *images.Manager
 
 	// capacity and allocatable are the machine's, without the devices.
 	capacity, allocatable v1.ResourceList
@@ -42,7 +50,7 @@ type apiSource struct {
 // Admission answers /pods/{namespace}/{name}/admission: how the pod was
 // admitted, or why not.
 func (a *apiSource) Admission(namespace, name string) (admission.Result, bool) {
-	return a.loop.admission(namespace, name)
+	return a.view.admission(namespace, name)
 }
 
 // Images answers /images: every image with why the GC would or would not
@@ -55,15 +63,15 @@ func (a *apiSource) Images() ([]images.ImageStatus, error) {
 
 func (a *apiSource) Events(namespace, pod string) []v1.Event { return a.events.Events(namespace, pod) }
 
-func (a *apiSource) Pods() []v1.Pod { return a.loop.pods() }
+func (a *apiSource) Pods() []v1.Pod { return a.view.pods() }
 
 // HealthChecks are /healthz's checks: the runtime says it is ready, the
 // PLEG relists, the sync loop turns.
 func (a *apiSource) HealthChecks() []server.HealthCheck {
 	return []server.HealthCheck{
 		{Name: "runtime", Check: a.cri.RuntimeReady},
-		{Name: "pleg", Check: func(context.Context) error { return a.loop.pleg.Healthy() }},
-		{Name: "syncloop", Check: a.loop.healthy},
+		{Name: "pleg", Check: func(context.Context) error { return a.pleg.Healthy() }},
+		{Name: "syncloop", Check: a.view.healthy},
 	}
 }
 
@@ -75,7 +83,7 @@ func (a *apiSource) AllEvents() []v1.Event { return a.events.All() }
 // that terminated before it.
 func (a *apiSource) ContainerLog(namespace, pod, name string, previous bool) (string, string, error) {
 	var found *v1.Pod
-	for _, p := range a.loop.statuses.Pods() {
+	for _, p := range a.statuses.Pods() {
 		if p.Namespace == namespace && p.Name == pod {
 			found = &p
 		}

@@ -8,7 +8,6 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +39,12 @@ const (
 	leaseNamespace = "kube-node-lease"
 )
 
-// clusterNode is what berth adds to itself when it joins a control plane.
+// clusterNode is what berth adds to itself when it joins a control plane:
+// the pod informer, the node's registration and status, its Lease, the
+// pods' statuses and mirror pods, and the events. newClusterNode connects
+// (nothing is sent yet); build makes its parts from the rest of berth,
+// once the pod workers exist; Run runs them until ctx is done and returns
+// once they have stopped.
 type clusterNode struct {
 	cfg     *config.Config
 	log     *slog.Logger
@@ -50,26 +54,17 @@ type clusterNode struct {
 	events  *eventsink.Sink
 	// nodeIP is the Node's InternalIP.
 	nodeIP string
-	// updater keeps the Node, syncer the pods' statuses; set by start.
-	updater atomic.Pointer[nodestatus.Updater]
-	syncer  atomic.Pointer[statussync.Syncer]
-}
-
-// syncSoon asks for a pass of the pods' statuses.
-func (c *clusterNode) syncSoon() {
-	if s := c.syncer.Load(); s != nil {
-		s.Trigger()
-	}
+	// Set by build: updater keeps the Node, syncer the pods' statuses,
+	// heartbeat the Lease; out receives the API server's pods.
+	updater   *nodestatus.Updater
+	syncer    *statussync.Syncer
+	heartbeat lease.Controller
+	out       chan<- podsource.Snapshot
 }
 
 // taints are the Node's, for admission: NoExecute ones refuse pods that do
 // not tolerate them.
-func (c *clusterNode) taints() []v1.Taint {
-	if u := c.updater.Load(); u != nil {
-		return u.Taints()
-	}
-	return c.cfg.Cluster.RegisterWithTaints
-}
+func (c *clusterNode) taints() []v1.Taint { return c.updater.Taints() }
 
 // newClusterNode connects to the API server of the kubeconfig; nil when
 // berth runs standalone. Nothing is sent before start.
@@ -126,20 +121,17 @@ type clusterDeps struct {
 	forget   func(types.UID)
 }
 
-// start runs the pod informer, the node's registration and status, its
-// Lease, the pods' statuses and mirror pods, and the events, each on bg
-// until ctx is done. Snapshots of the API server's pods go to out.
-func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk fullClock, d clusterDeps,
-	out chan<- podsource.Snapshot) {
+// build makes the cluster's parts from what they read of the rest of
+// berth; snapshots of the API server's pods go to out.
+func (c *clusterNode) build(clk fullClock, d clusterDeps, out chan<- podsource.Snapshot) {
 	cfg := c.cfg
-	syncer := statussync.New(statussync.Options{
+	c.syncer = statussync.New(statussync.Options{
 		Client: c.client, NodeName: cfg.NodeName, Pods: c.pods.Lister(),
 		Statuses: d.statuses, Changed: d.changed, Static: d.static, Stopped: d.stopped, Forget: d.forget,
 		Clock: clk, Log: c.log.With("component", "statussync"),
 	})
-	c.pods.OnChange(syncer.Trigger)
-	c.syncer.Store(syncer)
-	updater := nodestatus.NewUpdater(nodestatus.Options{
+	c.pods.OnChange(c.syncer.Trigger)
+	c.updater = nodestatus.NewUpdater(nodestatus.Options{
 		Client:      c.client,
 		ID:          c.identity(),
 		Observe:     d.observe,
@@ -149,23 +141,27 @@ func (c *clusterNode) start(ctx context.Context, bg *sync.WaitGroup, clk fullClo
 		ReportEvery: cfg.Cluster.NodeStatusReportFrequency,
 		Register:    cfg.Cluster.RegisterNode,
 	})
-	c.updater.Store(updater)
-	bg.Go(func() { updater.Run(ctx) })
-
 	duration := cfg.Cluster.NodeLeaseDurationSeconds
 	renew := time.Duration(duration) * time.Second / 4
-	heartbeat := lease.NewController(clk, c.client, cfg.NodeName, duration, nil, renew,
+	c.heartbeat = lease.NewController(clk, c.client, cfg.NodeName, duration, nil, renew,
 		cfg.NodeName, leaseNamespace, c.ownLease)
-	bg.Go(func() { heartbeat.Run(ctx) })
+	c.out = out
+}
 
-	bg.Go(func() { c.events.Run(ctx) })
+// Run runs the cluster's parts (see clusterNode); build first.
+func (c *clusterNode) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { c.updater.Run(ctx) })
+	wg.Go(func() { c.heartbeat.Run(ctx) })
+	wg.Go(func() { c.events.Run(ctx) })
 	c.factory.Start(ctx.Done())
-	bg.Go(func() { c.pods.Run(ctx, out) })
-	bg.Go(func() { syncer.Run(ctx) })
-	bg.Go(func() {
+	wg.Go(func() { c.pods.Run(ctx, c.out) })
+	wg.Go(func() { c.syncer.Run(ctx) })
+	wg.Go(func() {
 		<-ctx.Done()
 		c.factory.Shutdown()
 	})
+	wg.Wait()
 }
 
 // ownLease makes the Node the owner of its Lease, so that deleting the

@@ -41,7 +41,7 @@ func (a activePods) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 // Devices answers /devices: the device manager's view, with pod names.
 func (a *apiSource) Devices() devicemanager.Snapshot {
 	names := map[string]*v1.Pod{}
-	pods := a.loop.statuses.Pods()
+	pods := a.statuses.Pods()
 	for i := range pods {
 		names[string(pods[i].UID)] = &pods[i]
 	}

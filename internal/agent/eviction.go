@@ -16,7 +16,6 @@ import (
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
-	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/internal/stats"
 	"github.com/berth-dev/berth/internal/status"
@@ -24,7 +23,7 @@ import (
 
 // newContainerGC returns the collector of the dead containers and sandboxes
 // of cri.
-func newContainerGC(cfg *config.Config, cri *runtime.Service, loop *syncLoop, clk clock.WithTicker,
+func newContainerGC(cfg *config.Config, cri *runtime.Service, state podState, clk clock.WithTicker,
 	recorder *events.Recorder, registry prometheus.Registerer, log *slog.Logger) (*containergc.Manager, error) {
 	c := cfg.ContainerGC
 	return containergc.New(containergc.Options{
@@ -34,8 +33,8 @@ func newContainerGC(cfg *config.Config, cri *runtime.Service, loop *syncLoop, cl
 			MaxPerPodContainer: int(c.MaxPerPodContainer),
 			MaxContainers:      int(c.MaxContainers),
 		},
-		PodState:     podState{loop},
-		SourcesReady: loop.ready,
+		PodState:     state,
+		SourcesReady: state.view.ready,
 		PodLogsDir:   cfg.PodLogsDir,
 		Clock:        clk,
 		Log:          log.With("component", "containergc"),
@@ -52,13 +51,23 @@ func newContainerGC(cfg *config.Config, cri *runtime.Service, loop *syncLoop, cl
 // The kubelet also lets the reclaim path remove the containers of pods that
 // completed; berth keeps them, since a completed pod's status is read from
 // its containers.
-type podState struct{ loop *syncLoop }
+type podState struct {
+	view     *podView
+	workers  interface{ Has(types.UID) bool }
+	statuses *status.Manager
+}
 
 func (p podState) ShouldPodContentBeRemoved(uid types.UID) bool {
-	if !p.loop.known(uid) {
+	if !p.known(uid) {
 		return true
 	}
-	return evicted(p.loop.statuses, uid)
+	return evicted(p.statuses, uid)
+}
+
+// known reports whether berth wants the pod with uid or still holds it (a
+// worker is running or killing it).
+func (p podState) known(uid types.UID) bool {
+	return p.workers.Has(uid) || p.view.wants(uid)
 }
 
 func (p podState) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
@@ -78,7 +87,7 @@ const reasonPreempting = "Preempting"
 
 // newEvictionManager returns the eviction manager: it watches the node's
 // signals and reclaims or evicts to keep them above the thresholds.
-func newEvictionManager(cfg *config.Config, summary *stats.Provider, workers func() *podworker.Workers,
+func newEvictionManager(cfg *config.Config, summary *stats.Provider, workers *workerLink,
 	statuses *status.Manager, containerGC *containergc.Manager, imageGC *images.Manager, clk clock.WithTicker, recorder *events.Recorder,
 	registry prometheus.Registerer, log *slog.Logger) (*eviction.Manager, error) {
 	e := cfg.Eviction
@@ -99,7 +108,7 @@ func newEvictionManager(cfg *config.Config, summary *stats.Provider, workers fun
 		Summary:                  summary,
 		ActivePods:               activePods{statuses}.GetPods,
 		KillPod: func(ctx context.Context, pod *v1.Pod, grace int64, st v1.PodStatus) error {
-			return workers().Evict(ctx, pod.UID, grace, st)
+			return workers.Evict(ctx, pod.UID, grace, st)
 		},
 		ImageGC:     imageGC,
 		ContainerGC: containerGC,

@@ -10,8 +10,8 @@ import (
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/events"
-	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/images"
+	"github.com/berth-dev/berth/internal/noderuntime"
 	"github.com/berth-dev/berth/internal/runtime"
 )
 
@@ -20,7 +20,7 @@ import (
 var errSourceNotReady = errors.New("the manifests have not been read yet")
 
 // newImageGC returns the image garbage collector of cri's images.
-func newImageGC(cfg *config.Config, cri *runtime.Service, loop *syncLoop, clk clock.WithTicker,
+func newImageGC(cfg *config.Config, cri *runtime.Service, view *podView, clk clock.WithTicker,
 	recorder *events.Recorder, registry prometheus.Registerer, log *slog.Logger) (*images.Manager, error) {
 	i := cfg.Images
 	return images.NewManager(images.Options{
@@ -32,8 +32,8 @@ func newImageGC(cfg *config.Config, cri *runtime.Service, loop *syncLoop, clk cl
 		},
 		Runtime:      cri,
 		FsStats:      cri.ImageFsStats,
-		InUse:        func(ctx context.Context) ([]string, error) { return imagesInUse(ctx, cri, loop) },
-		SandboxImage: imagebuild.PauseImageRef,
+		InUse:        func(ctx context.Context) ([]string, error) { return imagesInUse(ctx, cri, view) },
+		SandboxImage: noderuntime.SandboxImage,
 		Pinned:       i.Pinned,
 		Clock:        clk,
 		Log:          log.With("component", "imagegc"),
@@ -47,8 +47,8 @@ func newImageGC(cfg *config.Config, cri *runtime.Service, loop *syncLoop, clk cl
 // runtime has, running or exited, of every pod berth wants (so an image is
 // kept between its pull and its container's creation), and of pulls in
 // flight (kubernetes#123631).
-func imagesInUse(ctx context.Context, cri *runtime.Service, loop *syncLoop) ([]string, error) {
-	wanted, ready := loop.wantedImages()
+func imagesInUse(ctx context.Context, cri *runtime.Service, view *podView) ([]string, error) {
+	wanted, ready := view.wantedImages()
 	if !ready {
 		return nil, errSourceNotReady
 	}

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,12 +18,10 @@ import (
 
 	"github.com/berth-dev/berth/internal/admission"
 	"github.com/berth-dev/berth/internal/cm/hierarchy"
-	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/podsource"
-	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/v1helper"
@@ -34,14 +29,20 @@ import (
 )
 
 // syncLoop is the single owner of the desired pod set: it applies manifest
-// snapshots and PLEG events to the pod workers.
+// snapshots and PLEG events to the pod workers, admits new pods (and
+// carries out their preemptions), kills the runtime's pods no source wants,
+// and housekeeps what gone pods left. It publishes its state in view; no
+// other part of berth reads it otherwise.
+//
+// Run needs the pod workers, the probe manager and the device manager
+// built, and the PLEG seeded (seed); the sources and the PLEG send to
+// snapshots and events. Run returns once ctx is done and the preemptions
+// it started have ended.
 type syncLoop struct {
-	cfg      *config.Config
 	log      *slog.Logger
 	clk      clock.WithTicker
-	workers  *podworker.Workers
+	workers  loopWorkers
 	statuses *status.Manager
-	pleg     *pleg.PLEG
 	// cgroups is the pod cgroup tree; nil without cgroupsPerQOS.
 	cgroups *hierarchy.Hierarchy
 	// podDirs holds the pods' directories (<root>/pods/<uid>).
@@ -60,15 +61,21 @@ type syncLoop struct {
 	changed func()
 	// preemptions counts preemptions by the first resource lacked.
 	preemptions *prometheus.CounterVec
+	// view is where the loop publishes its state.
+	view *podView
+	// snapshots and pleg are the loop's inputs: the merged sources' pods
+	// and the PLEG's events.
+	snapshots <-chan podsource.Snapshot
+	pleg      <-chan pleg.Event
 
-	// admitter is owned by run; the mutex guards it for the local API.
+	// admitter is owned by run.
 	admitter *admitter
 	// preempted reports the preemptions carried out by jobs, goroutines
 	// owned by run.
 	preempted chan preemption
 	jobs      sync.WaitGroup
 
-	// Owned by run; the mutex only guards reads from the local API.
+	// Owned by run; published in view after each change.
 	mu          sync.RWMutex
 	desired     desiredSet
 	manifestErr []podsource.ManifestError
@@ -78,31 +85,118 @@ type syncLoop struct {
 	incomplete bool
 	// runtime is every pod the last relists saw, by UID.
 	runtime map[types.UID]pleg.Event
-	// heartbeat is when the loop last came back to wait for work (Unix
-	// nanoseconds): the syncloop health check reads it.
-	heartbeat atomic.Int64
+}
+
+// loopWorkers is what the sync loop (and its preemptions) does with the
+// pod workers.
+type loopWorkers interface {
+	Update(pod *v1.Pod)
+	Kill(uid types.UID, name, namespace string)
+	Notify(uid types.UID)
+	Has(uid types.UID) bool
+	Evict(ctx context.Context, uid types.UID, grace int64, st v1.PodStatus) error
+}
+
+// loopDeps are what the sync loop is built from.
+type loopDeps struct {
+	log         *slog.Logger
+	clk         clock.WithTicker
+	workers     loopWorkers
+	statuses    *status.Manager
+	cgroups     *hierarchy.Hierarchy
+	podDirs     *volume.Manager
+	probes      *prober.Manager
+	devices     *devicemanager.Manager
+	terminal    *status.TerminalStore
+	events      *events.Recorder
+	node        func() *v1.Node
+	admitter    *admitter
+	changed     func()
+	preemptions *prometheus.CounterVec
+	view        *podView
+	snapshots   <-chan podsource.Snapshot
+	pleg        <-chan pleg.Event
+}
+
+func newSyncLoop(d loopDeps) *syncLoop {
+	return &syncLoop{
+		log: d.log, clk: d.clk, workers: d.workers, statuses: d.statuses, cgroups: d.cgroups,
+		podDirs: d.podDirs, probes: d.probes, devices: d.devices, terminal: d.terminal, events: d.events,
+		node: d.node, changed: d.changed, preemptions: d.preemptions, view: d.view,
+		snapshots: d.snapshots, pleg: d.pleg,
+		admitter:  d.admitter,
+		preempted: make(chan preemption),
+		desired:   desiredSet{},
+		runtime:   map[types.UID]pleg.Event{},
+	}
+}
+
+// seed records what the runtime already runs, from the PLEG's first
+// relist: it was admitted before berth restarted, and the loop must know
+// it before it admits anything. Before Run.
+func (l *syncLoop) seed(initial []pleg.Event) {
+	for _, ev := range initial {
+		l.runtime[ev.UID] = ev
+	}
+	l.publish()
+}
+
+// publish puts the loop's state in the view. Called by the loop's
+// goroutine after each change.
+func (l *syncLoop) publish() {
+	s := &podSnapshot{
+		desired:     make(map[string]podEntry, len(l.desired)),
+		admission:   map[string]admission.Result{},
+		manifestErr: l.manifestErr,
+		sourceReady: l.sourceReady,
+		incomplete:  l.incomplete,
+	}
+	for k, e := range l.desired {
+		s.desired[k] = *e
+		if r, ok := l.admitter.result(e.pod.UID); ok {
+			s.admission[k] = r
+		}
+	}
+	s.runtime = l.runtimeSet()
+	l.view.snap.Store(s)
+}
+
+// publishRuntime publishes a change of the runtime's pods alone.
+func (l *syncLoop) publishRuntime() {
+	s := *l.view.load()
+	s.runtime = l.runtimeSet()
+	l.view.snap.Store(&s)
+}
+
+func (l *syncLoop) runtimeSet() map[types.UID]bool {
+	out := make(map[types.UID]bool, len(l.runtime))
+	for uid := range l.runtime {
+		out[uid] = true
+	}
+	return out
 }
 
 // housekeepingPeriod is how often the loop removes what pods left behind
 // (their cgroups), as the kubelet's housekeeping does every few seconds.
 const housekeepingPeriod = 30 * time.Second
 
-func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot, events <-chan pleg.Event) {
+// Run is the loop: see syncLoop.
+func (l *syncLoop) Run(ctx context.Context) {
 	housekeeping := l.clk.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
 	defer l.jobs.Wait()
 	for {
-		l.heartbeat.Store(l.clk.Now().UnixNano())
+		l.view.heartbeat.Store(l.clk.Now().UnixNano())
 		select {
 		case <-ctx.Done():
 			return
-		case snap := <-snapshots:
+		case snap := <-l.snapshots:
 			first := !l.sourceReady
 			l.applySnapshot(ctx, snap)
 			if first {
 				l.housekeep()
 			}
-		case ev := <-events:
+		case ev := <-l.pleg:
 			l.applyEvent(ev)
 		case u := <-l.probes.Updates():
 			// A probe result changed: the pod's status changes, and a failed
@@ -110,6 +204,7 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 			l.workers.Notify(u.PodUID)
 		case job := <-l.preempted:
 			l.finishPreemption(job)
+			l.publish()
 		case <-housekeeping.C():
 			l.housekeep()
 		}
@@ -120,11 +215,6 @@ func (l *syncLoop) run(ctx context.Context, snapshots <-chan podsource.Snapshot,
 // to wait before it counts as stuck: it wakes at least every housekeeping
 // period, and no iteration should take more than a little of one.
 const syncLoopStallThreshold = 3 * housekeepingPeriod
-
-// healthy is the syncloop health check.
-func (l *syncLoop) healthy(context.Context) error {
-	return syncLoopHealth(l.heartbeat.Load(), l.clk.Now(), syncLoopStallThreshold)
-}
 
 // syncLoopHealth judges the loop's last heartbeat (Unix nanoseconds, 0 for
 // none yet).
@@ -202,6 +292,7 @@ func (l *syncLoop) applySnapshot(ctx context.Context, snap podsource.Snapshot) {
 	jobs := l.admitter.admit(next, prev, admitEnv{node: l.node(), terminal: l.isTerminal, adopted: l.adopted})
 	l.desired, l.manifestErr, l.sourceReady, l.incomplete = next, snap.Errors, true, snap.Incomplete
 	l.mu.Unlock()
+	l.publish()
 
 	if l.cgroups != nil {
 		var running []*v1.Pod
@@ -300,6 +391,7 @@ func (l *syncLoop) applyEvent(ev pleg.Event) {
 		l.runtime[ev.UID] = ev
 	}
 	l.mu.Unlock()
+	l.publishRuntime()
 	if ev.Gone && l.changed != nil {
 		l.changed()
 	}
@@ -348,64 +440,6 @@ func orphans(desired desiredSet, inRuntime []types.UID, hasWorker func(types.UID
 	return out
 }
 
-// wantedImages returns the images of every pod the manifests want, and
-// whether the manifests have been read at all.
-func (l *syncLoop) wantedImages() ([]string, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	var out []string
-	for _, e := range l.desired {
-		for _, cs := range [][]v1.Container{e.pod.Spec.InitContainers, e.pod.Spec.Containers} {
-			for i := range cs {
-				out = append(out, cs[i].Image)
-			}
-		}
-	}
-	return out, l.sourceReady
-}
-
-// pods returns every pod berth knows, with status: running pods from the
-// status manager, plus rejected pods and invalid manifests as Failed pods.
-func (l *syncLoop) pods() []v1.Pod {
-	out := l.statuses.Pods()
-	seen := map[string]bool{}
-	for i := range out {
-		seen[key(&out[i])] = true
-	}
-	l.mu.RLock()
-	for k, e := range l.desired {
-		if seen[k] {
-			continue
-		}
-		switch {
-		case e.rejected != nil && e.rejected.Reason == reasonPreempting:
-			p := e.pod.DeepCopy()
-			p.Status = preemptedStatus(l.clk.Now())
-			out = append(out, *p)
-		case len(e.preempting) > 0:
-			p := e.pod.DeepCopy()
-			p.Status = v1.PodStatus{Phase: v1.PodPending,
-				Message: fmt.Sprintf("Waiting for the %d pods it preempts to stop", len(e.preempting))}
-			out = append(out, *p)
-		}
-	}
-	storeDir := filepath.Join(l.cfg.RootDir, podsource.StoreDirName) + string(filepath.Separator)
-	for _, me := range l.manifestErr {
-		source := podsource.FileSource
-		if strings.HasPrefix(me.Path, storeDir) {
-			source = v1helper.ApiserverSource
-		}
-		out = append(out, manifestErrorPod(me, source))
-	}
-	l.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return key(&out[i]) < key(&out[j]) })
-	return out
-}
-
-func sortPods(pods []*v1.Pod) {
-	sort.Slice(pods, func(i, j int) bool { return key(pods[i]) < key(pods[j]) })
-}
-
 // manifestErrorPod shows a broken manifest as a Failed pod, so `berth pods`
 // and the API report it where users look for their pods.
 // source is where the pod came from: the manifest directory, or the store
@@ -424,14 +458,6 @@ func manifestErrorPod(me podsource.ManifestError, source string) v1.Pod {
 
 func key(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
 
-// ready reports whether the pod sources have been read: before that, berth
-// cannot tell a pod it wants from one that is gone.
-func (l *syncLoop) ready() bool {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.sourceReady
-}
-
 // known reports whether berth wants the pod with uid or still holds it (a
 // worker is running or killing it).
 func (l *syncLoop) known(uid types.UID) bool {
@@ -448,36 +474,6 @@ func (l *syncLoop) known(uid types.UID) bool {
 	return false
 }
 
-// admission returns the admission decision about the desired pod
-// namespace/name.
-func (l *syncLoop) admission(namespace, name string) (admission.Result, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	e := l.desired[namespace+"/"+name]
-	if e == nil {
-		return admission.Result{}, false
-	}
-	return l.admitter.result(e.pod.UID)
-}
-
-// inRuntime reports whether the runtime still has anything of the pod.
-func (l *syncLoop) inRuntime(uid types.UID) bool {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	_, ok := l.runtime[uid]
-	return ok
-}
-
-// staticPods returns the static pods berth wants, and whether the sources
-// have been read.
-func (l *syncLoop) staticPods() ([]*v1.Pod, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	var out []*v1.Pod
-	for _, e := range l.desired {
-		if v1helper.IsStaticPod(e.pod) && e.pod.DeletionTimestamp == nil {
-			out = append(out, e.pod)
-		}
-	}
-	return out, l.sourceReady && !l.incomplete
+func sortPods(pods []*v1.Pod) {
+	sort.Slice(pods, func(i, j int) bool { return key(pods[i]) < key(pods[j]) })
 }

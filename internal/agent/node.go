@@ -24,9 +24,9 @@ import (
 // stuck PLEG shows on a standalone node too.
 func (a *apiSource) Node() v1.Node {
 	devCapacity, devAllocatable := a.devices.Capacity()
-	n := nodeObject(a.loop.cfg.NodeName, a.capacity, a.allocatable, devCapacity, devAllocatable)
-	why := notReady(context.Background(), a.cri.Runtime(), a.loop.pleg, n.Status.Capacity)
-	n.Status.Conditions = append(a.evictions.Conditions(), a.ready.observe(why, a.loop.clk.Now()))
+	n := nodeObject(a.nodeName, a.capacity, a.allocatable, devCapacity, devAllocatable)
+	why := notReady(context.Background(), a.cri.Runtime(), a.pleg, n.Status.Capacity)
+	n.Status.Conditions = append(a.evictions.Conditions(), a.ready.observe(why, a.clk.Now()))
 	return *n
 }
 

@@ -18,7 +18,7 @@ import (
 // RunningContainerID finds the running instance of a pod's container for
 // exec and attach (server.StreamingPods).
 func (a *apiSource) RunningContainerID(namespace, pod, container string) (string, error) {
-	return runningContainerID(a.loop.pods(), namespace, pod, container)
+	return runningContainerID(a.view.pods(), namespace, pod, container)
 }
 
 // runningContainerID picks the runtime ID of the container's running
@@ -95,7 +95,7 @@ func (e notFoundError) Is(target error) bool { return target == fs.ErrNotExist }
 // (server.StreamingPods).
 func (a *apiSource) RunningPodSandboxID(namespace, name string) (string, types.UID, error) {
 	var uid types.UID
-	for _, p := range a.loop.pods() {
+	for _, p := range a.view.pods() {
 		if p.Namespace == namespace && p.Name == name && p.DeletionTimestamp == nil {
 			uid = p.UID
 		}

@@ -20,6 +20,15 @@ const (
 // RecordFunc records a node event (v1.EventTypeNormal or Warning).
 type RecordFunc func(eventType, reason, message string)
 
+// RestartObserver learns of the supervised containerd's lives: that it
+// exited (before the restart's back-off) and that one runs again. Each is
+// called on the supervisor's goroutine, before the node event of the same
+// moment is recorded, and must not block.
+type RestartObserver interface {
+	RuntimeExited()
+	RuntimeRestarted()
+}
+
 // Supervise keeps a containerd running on m's root until ctx ends: it
 // watches m, whether berth started it or adopted it, and when it dies it
 // starts a new one (or adopts one that appeared meanwhile), after the
@@ -30,7 +39,8 @@ type RecordFunc func(eventType, reason, message string)
 //
 // The kubelet leaves this to systemd (containerd.service restarts
 // always); berth runs its own containerd, so it does the same itself.
-func Supervise(ctx context.Context, m *Managed, clk clock.WithTicker, record RecordFunc) *Managed {
+// Each of observers is told of every exit and restart.
+func Supervise(ctx context.Context, m *Managed, clk clock.WithTicker, record RecordFunc, observers ...RestartObserver) *Managed {
 	if record == nil {
 		record = func(string, string, string) {}
 	}
@@ -44,9 +54,12 @@ func Supervise(ctx context.Context, m *Managed, clk clock.WithTicker, record Rec
 		delay := backoff.down(clk.Now())
 		m.log.Error("managed containerd exited; starting it again", "pid", m.pid, "adopted", !m.startedByUs,
 			"status", how, "retryIn", delay, "log", m.layout.Log)
+		for _, o := range observers {
+			o.RuntimeExited()
+		}
 		record(v1.EventTypeWarning, ReasonContainerdExited, fmt.Sprintf("containerd (pid %d, %s) %s; starting it again in %v",
 			m.pid, origin(m), how, delay))
-		next, ok := restart(ctx, m, clk, backoff, delay, record)
+		next, ok := restart(ctx, m, clk, backoff, delay, record, observers)
 		if !ok {
 			return m
 		}
@@ -57,7 +70,7 @@ func Supervise(ctx context.Context, m *Managed, clk clock.WithTicker, record Rec
 // restart starts containerd after delay and again after each failure,
 // until it runs (true) or ctx ends (false).
 func restart(ctx context.Context, old *Managed, clk clock.WithTicker, backoff *restartBackoff, delay time.Duration,
-	record RecordFunc) (*Managed, bool) {
+	record RecordFunc, observers []RestartObserver) (*Managed, bool) {
 	for {
 		if !sleep(ctx, clk, delay) {
 			return nil, false
@@ -72,6 +85,9 @@ func restart(ctx context.Context, old *Managed, clk clock.WithTicker, backoff *r
 		if err == nil {
 			backoff.up(clk.Now())
 			old.log.Info("managed containerd is back", "pid", m.pid, "adopted", !m.startedByUs)
+			for _, o := range observers {
+				o.RuntimeRestarted()
+			}
 			record(v1.EventTypeNormal, ReasonContainerdRestarted, fmt.Sprintf("containerd is back (pid %d, %s)", m.pid, origin(m)))
 			return m, true
 		}

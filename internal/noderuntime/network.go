@@ -1,9 +1,8 @@
-package agent
+package noderuntime
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"path/filepath"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/config"
-	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
 
 // cniNetworkName is the CNI network of berth's managed runtime.
@@ -25,9 +23,8 @@ func cniIPAMDir(cfg *config.Config) string { return filepath.Join(cfg.RootDir, "
 // not berth's to touch. The kubelet leaves this to the runtime
 // (containerd 2's CNI GC); berth's containerd 1.6 and plugins 1.1.1 have
 // none, so berth, which owns the network, does it.
-func newNetworkGC(cfg *config.Config, rt *runtimeHandle, record func(eventType, reason, message string),
-	log *slog.Logger) (*cnigc.Collector, error) {
-	if rt.managed == nil {
+func newNetworkGC(cfg *config.Config, r *Runtime) (*cnigc.Collector, error) {
+	if r.managed == nil {
 		return nil, nil
 	}
 	cidr, err := netip.ParsePrefix(cfg.PodCIDR)
@@ -40,7 +37,7 @@ func newNetworkGC(cfg *config.Config, rt *runtimeHandle, record func(eventType, 
 		Leases:  cnigc.LeaseDir(filepath.Join(cniIPAMDir(cfg), cniNetworkName)),
 		Results: cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: cniNetworkName, IPAMDir: cniIPAMDir(cfg)},
 		Sandboxes: func(ctx context.Context) (map[string]bool, error) {
-			sbs, err := rt.cri.ListPodSandboxes(ctx, nil)
+			sbs, err := r.CRI.ListPodSandboxes(ctx, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -51,24 +48,7 @@ func newNetworkGC(cfg *config.Config, rt *runtimeHandle, record func(eventType, 
 			return known, nil
 		},
 		Clock:  clock.RealClock{},
-		Record: record,
-		Log:    log.With("component", "network-gc"),
+		Record: r.record,
+		Log:    r.log.With("component", "network-gc"),
 	}), nil
-}
-
-// watchRestarts wraps the supervisor's event recorder so that gc reads the
-// network state while containerd is down and collects once it is back.
-func watchRestarts(gc *cnigc.Collector, record containerd.RecordFunc) containerd.RecordFunc {
-	if gc == nil {
-		return record
-	}
-	return func(eventType, reason, message string) {
-		switch reason {
-		case containerd.ReasonContainerdExited:
-			gc.RuntimeExited()
-		case containerd.ReasonContainerdRestarted:
-			gc.RuntimeRestarted()
-		}
-		record(eventType, reason, message)
-	}
 }
