@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/internal/adminapi"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/podsource"
+	"github.com/berth-dev/berth/internal/server"
 )
 
 // claimed is what berth takes before it starts anything: the API ports
@@ -29,8 +30,8 @@ type claimed struct {
 	api, secure net.Listener // nil when not served
 	admin       net.Listener
 	registry    *prometheus.Registry
-	cluster     *clusterNode // nil standalone
-	secureAuth  *secureAuth  // nil without the secure API
+	cluster     *clusterNode       // nil standalone
+	secureAuth  *server.SecureAuth // nil without the secure API
 	store       *podsource.Store
 }
 
@@ -66,7 +67,7 @@ func claim(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *claime
 		if c.cluster != nil {
 			client = c.cluster.client
 		}
-		if c.secureAuth, err = loadSecureAuth(cfg, client, time.Now(), log); err != nil {
+		if c.secureAuth, err = server.LoadSecureAuth(cfg, client, time.Now(), log); err != nil {
 			return nil, err
 		}
 	}

@@ -60,7 +60,7 @@ func newServers(d serversDeps) *servers {
 	}
 	if c.secure != nil {
 		srv := server.NewSecure(c.secure.Addr().String(), api, d.registry,
-			server.NewStreamingHandler(api, api.cri, log), c.secureAuth.auth, c.secureAuth.tls,
+			server.NewStreamingHandler(api, api.cri, log), c.secureAuth.Auth, c.secureAuth.TLS,
 			log.With("api", "secure"))
 		s.serve = append(s.serve, serveHTTP(srv, c.secure, "secure API stopped", log))
 	}

@@ -1,4 +1,4 @@
-package agent
+package server
 
 import (
 	"crypto/tls"
@@ -18,22 +18,22 @@ import (
 	"github.com/berth-dev/berth/internal/pki"
 )
 
-// pkiDirName holds the self-signed serving certificate under the root dir,
+// PKIDirName holds the self-signed serving certificate under the root dir,
 // as the kubelet's --cert-dir holds its kubelet.crt.
-const pkiDirName = "pki"
+const PKIDirName = "pki"
 
-// secureAuth is what the secure API needs before it can listen: its TLS
+// SecureAuth is what the secure API needs before it can listen: its TLS
 // configuration and who may call it. It is read at start-up, so a bad
 // certificate or token file stops berth with an error naming the file.
-type secureAuth struct {
-	tls  *tls.Config
-	auth *authn.Gate
+type SecureAuth struct {
+	TLS  *tls.Config
+	Auth *authn.Gate
 }
 
-// loadSecureAuth reads the secure API's certificate and credentials. client
+// LoadSecureAuth reads the secure API's certificate and credentials. client
 // is the API server's clientset in cluster mode (for TokenReviews and
 // SubjectAccessReviews), nil standalone.
-func loadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Time, log *slog.Logger) (*secureAuth, error) {
+func LoadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Time, log *slog.Logger) (*SecureAuth, error) {
 	s := cfg.Serving
 	var (
 		cert *pki.Serving
@@ -42,7 +42,7 @@ func loadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Ti
 	if s.TLSCertFile != "" {
 		cert, err = pki.Load(s.TLSCertFile, s.TLSPrivateKeyFile)
 	} else {
-		cert, err = pki.SelfSigned(filepath.Join(cfg.RootDir, pkiDirName), cfg.NodeName, servingIPs(cfg.Address), now)
+		cert, err = pki.SelfSigned(filepath.Join(cfg.RootDir, PKIDirName), cfg.NodeName, servingIPs(cfg.Address), now)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("secure API: %w", err)
@@ -90,7 +90,7 @@ func loadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Ti
 	if err != nil {
 		return nil, fmt.Errorf("secure API: %w", err)
 	}
-	return &secureAuth{tls: tlsConfig, auth: gate}, nil
+	return &SecureAuth{TLS: tlsConfig, Auth: gate}, nil
 }
 
 // servingIPs are the addresses a self-signed certificate is valid for:
