@@ -48,11 +48,12 @@ unit:
 e2e: deps build
 	BERTH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
-# One package at a time: the end-to-end packages each run real runtimes (and
-# a control plane), and on 2 cores two at once make each other's timing
-# fail.
+# The unit tests run under the race detector (it needs cgo: a C compiler).
+# The end-to-end packages run one at a time: each runs real runtimes (and a
+# control plane), and on 2 cores two at once make each other's timing fail.
 test: deps build vet
-	BERTH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./internal/... ./cmd/... ./hack/...
+	BERTH_BIN=$(abspath $(BIN)) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./test/...
 
 # The performance harness (BENCHMARKS.md): about 15 minutes on 2 cores.
 # BENCH_FLAGS passes options, e.g. BENCH_FLAGS="--pods 10 --steady-pods 20".
