@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -29,9 +30,16 @@ type Results interface {
 	// Files returns the cache files of id, of any network (its loopback's
 	// too).
 	Files(id string) []string
+	// NetNS returns the network namespaces (named, by path) that id's
+	// cached results name and that still exist.
+	NetNS(id string) []string
 	// Remove deletes files; one already gone is no error.
 	Remove(files []string) error
 }
+
+// netnsDirs are where containerd's CRI plugin names the sandboxes' network
+// namespaces (cni-<uuid>): the only paths the collector may remove.
+var netnsDirs = []string{"/var/run/netns", "/run/netns"}
 
 // ResultCache is libcni's result cache in Dir, read for the attachments of
 // Network whose host-local IPAM stored its leases in IPAMDir. Other berths
@@ -40,6 +48,9 @@ type Results interface {
 // cached config, is what makes an attachment this node's.
 type ResultCache struct {
 	Dir, Network, IPAMDir string
+	// NetNSDirs are the dirs a namespace NetNS returns may be in;
+	// containerd's (/var/run/netns, /run/netns) when empty.
+	NetNSDirs []string
 }
 
 // Owned implements Results.
@@ -88,6 +99,38 @@ func (c ResultCache) Files(id string) []string {
 	return out
 }
 
+// NetNS implements Results. A namespace counts only if it lies in one of
+// the netns dirs and is named as containerd names a sandbox's (cni-...):
+// a cache entry, which anyone root can write, never makes the collector
+// remove another path.
+func (c ResultCache) NetNS(id string) []string {
+	dirs := c.NetNSDirs
+	if len(dirs) == 0 {
+		dirs = netnsDirs
+	}
+	var out []string
+	for _, f := range c.Files(id) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		r, err := ParseCachedResult(data)
+		if err != nil || r.ContainerID != id {
+			continue
+		}
+		for _, ns := range r.NetNS {
+			ns = filepath.Clean(ns)
+			if !slices.Contains(dirs, filepath.Dir(ns)) || !strings.HasPrefix(filepath.Base(ns), "cni-") || slices.Contains(out, ns) {
+				continue
+			}
+			if _, err := os.Lstat(ns); err == nil {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
+}
+
 // Remove implements Results.
 func (c ResultCache) Remove(files []string) error {
 	var errs []error
@@ -105,6 +148,8 @@ type CachedResult struct {
 	Network     string
 	// IPAMDirs are the host-local data dirs of the attachment's plugins.
 	IPAMDirs []string
+	// NetNS are the network namespaces the result's interfaces are in.
+	NetNS []string
 }
 
 // Uses reports whether the attachment's IPAM stored its leases in dir.
@@ -126,6 +171,11 @@ func ParseCachedResult(data []byte) (CachedResult, error) {
 		ContainerID string `json:"containerId"`
 		Network     string `json:"networkName"`
 		Config      []byte `json:"config"` // base64 in the file
+		Result      struct {
+			Interfaces []struct {
+				Sandbox string `json:"sandbox"`
+			} `json:"interfaces"`
+		} `json:"result"`
 	}
 	if err := json.Unmarshal(data, &file); err != nil {
 		return CachedResult{}, err
@@ -146,6 +196,11 @@ func ParseCachedResult(data []byte) (CachedResult, error) {
 		return CachedResult{}, fmt.Errorf("its network config: %w", err)
 	}
 	r := CachedResult{ContainerID: file.ContainerID, Network: file.Network}
+	for _, i := range file.Result.Interfaces {
+		if i.Sandbox != "" && !slices.Contains(r.NetNS, i.Sandbox) {
+			r.NetNS = append(r.NetNS, i.Sandbox)
+		}
+	}
 	for _, p := range append(config.Plugins, config.plugin) {
 		if p.IPAM.DataDir != "" {
 			r.IPAMDirs = append(r.IPAMDirs, p.IPAM.DataDir)
@@ -155,14 +210,19 @@ func ParseCachedResult(data []byte) (CachedResult, error) {
 }
 
 // RemoveOwned removes the cached results of every attachment Owned
-// returns, with their loopbacks', and returns how many files went. It is
-// for a node's root dir that is being removed as a whole (the test
-// harnesses' clean-up), where no sandbox of it can live on.
+// returns, with their loopbacks' and the network namespaces they name, and
+// returns how many files went. It is for a node's root dir that is being
+// removed as a whole (the test harnesses' clean-up), where no sandbox of
+// it can live on.
 func (c ResultCache) RemoveOwned() (int, error) {
 	ids, err := c.Owned()
+	errs := []error{err}
 	var files []string
 	for _, id := range ids {
+		for _, ns := range c.NetNS(id) {
+			errs = append(errs, RemoveNetNS(ns))
+		}
 		files = append(files, c.Files(id)...)
 	}
-	return len(files), errors.Join(err, c.Remove(files))
+	return len(files), errors.Join(append(errs, c.Remove(files))...)
 }

@@ -18,6 +18,13 @@ func cacheEntry(network, id, config string) string {
 		id, base64.StdEncoding.EncodeToString([]byte(config)), network)
 }
 
+// cacheEntryIn is cacheEntry with the pod's interface in netns.
+func cacheEntryIn(network, id, config, netns string) string {
+	return fmt.Sprintf(`{"kind":"cniCacheV1","containerId":%q,"config":%q,"ifName":"eth0","networkName":%q,`+
+		`"result":{"cniVersion":"1.0.0","interfaces":[{"name":"bconf1"},{"name":"veth1"},{"name":"eth0","sandbox":%q}],"ips":[{"address":"10.213.5.4/24","interface":2}]}}`,
+		id, base64.StdEncoding.EncodeToString([]byte(config)), network, netns)
+}
+
 func conflist(dataDir string) string {
 	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"berth","plugins":[{"type":"bridge","ipam":{"type":"host-local","dataDir":%q}},{"type":"portmap"}]}`, dataDir)
 }
@@ -34,6 +41,8 @@ func TestParseCachedResult(t *testing.T) {
 			want: CachedResult{ContainerID: "abc", Network: "net", IPAMDirs: []string{"/d"}}},
 		{name: "loopback", data: cacheEntry("cni-loopback", "abc", `{"cniVersion":"0.3.1","name":"cni-loopback","plugins":[{"type":"loopback"}]}`),
 			want: CachedResult{ContainerID: "abc", Network: "cni-loopback"}},
+		{name: "with its netns", data: cacheEntryIn("berth", "abc", conflist("/d"), "/var/run/netns/cni-1"),
+			want: CachedResult{ContainerID: "abc", Network: "berth", IPAMDirs: []string{"/d"}, NetNS: []string{"/var/run/netns/cni-1"}}},
 		{name: "not json", data: "garbage", err: "invalid character"},
 		{name: "another kind", data: `{"kind":"other","containerId":"abc"}`, err: "not a libcni cache entry"},
 		{name: "a broken config", data: cacheEntry("berth", "abc", "{"), err: "its network config"},
@@ -49,7 +58,8 @@ func TestParseCachedResult(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.ContainerID != tc.want.ContainerID || got.Network != tc.want.Network || !slices.Equal(got.IPAMDirs, tc.want.IPAMDirs) {
+			if got.ContainerID != tc.want.ContainerID || got.Network != tc.want.Network || !slices.Equal(got.IPAMDirs, tc.want.IPAMDirs) ||
+				!slices.Equal(got.NetNS, tc.want.NetNS) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})
@@ -101,15 +111,20 @@ func TestResultCacheOwnedFilesRemove(t *testing.T) {
 }
 
 // A sandbox lost with nothing but its cached results (its rules and lease
-// already gone) is collected, its loopback's entry with it; the cached
-// results of a held orphan go with its rules; a live sandbox's stay.
+// already gone) is collected, its loopback's entry and its network
+// namespace with it; the cached results and namespace of a held orphan go
+// with its rules; a live sandbox's stay.
 func TestCollectRemovesCachedResults(t *testing.T) {
 	h := newHarness(t)
 	dir := t.TempDir()
 	ipam := filepath.Dir(string(h.leases))
-	h.c.o.Results = ResultCache{Dir: dir, Network: "berth", IPAMDir: ipam}
+	nsDir := t.TempDir()
+	h.c.o.Results = ResultCache{Dir: dir, Network: "berth", IPAMDir: ipam, NetNSDirs: []string{nsDir}}
+	var removedNS []string
+	h.c.o.RemoveNetNS = func(p string) error { removedNS = append(removedNS, p); return nil }
 	for _, id := range []string{"orphan", "live", "cacheonly"} {
-		writeCache(t, dir, "berth-"+id+"-eth0", cacheEntry("berth", id, conflist(ipam)))
+		writeCache(t, nsDir, "cni-"+id, "")
+		writeCache(t, dir, "berth-"+id+"-eth0", cacheEntryIn("berth", id, conflist(ipam), filepath.Join(nsDir, "cni-"+id)))
 		writeCache(t, dir, "cni-loopback-"+id+"-lo", cacheEntry("cni-loopback", id, `{"plugins":[{"type":"loopback"}]}`))
 	}
 	h.c.Collect(context.Background(), true)
@@ -121,7 +136,37 @@ func TestCollectRemovesCachedResults(t *testing.T) {
 	if want := []string{"berth-live-eth0", "cni-loopback-live-lo"}; !slices.Equal(left, want) {
 		t.Errorf("left %v, want %v", left, want)
 	}
-	if len(h.events) != 2 || !strings.Contains(h.events[0], "cacheonly") || !strings.Contains(h.events[0], "2 CNI result cache files") {
+	if len(h.events) != 2 || !strings.Contains(h.events[0], "cacheonly") || !strings.Contains(h.events[0], "2 CNI result cache files") ||
+		!strings.Contains(h.events[0], "network namespace "+filepath.Join(nsDir, "cni-cacheonly")) {
 		t.Errorf("events %q", h.events)
+	}
+	if want := []string{filepath.Join(nsDir, "cni-cacheonly"), filepath.Join(nsDir, "cni-orphan")}; !slices.Equal(removedNS, want) {
+		t.Errorf("removed namespaces %v, want %v", removedNS, want)
+	}
+}
+
+// NetNS names only existing namespaces in the netns dirs, named as
+// containerd names a sandbox's: a cache entry never makes another path
+// removable.
+func TestResultCacheNetNS(t *testing.T) {
+	dir, nsDir := t.TempDir(), t.TempDir()
+	c := ResultCache{Dir: dir, Network: "berth", IPAMDir: "/ipam", NetNSDirs: []string{nsDir}}
+	for _, name := range []string{"cni-live", "not-cni"} {
+		writeCache(t, nsDir, name, "")
+	}
+	for id, ns := range map[string]string{
+		"aaa": filepath.Join(nsDir, "cni-live"),
+		"bbb": filepath.Join(nsDir, "cni-gone"),
+		"ccc": filepath.Join(nsDir, "not-cni"),
+		"ddd": "/etc/passwd",
+		"eee": filepath.Join(nsDir, "..", filepath.Base(nsDir), "cni-live"),
+	} {
+		writeCache(t, dir, "berth-"+id+"-eth0", cacheEntryIn("berth", id, conflist("/ipam"), ns))
+	}
+	want := map[string][]string{"aaa": {filepath.Join(nsDir, "cni-live")}, "eee": {filepath.Join(nsDir, "cni-live")}}
+	for _, id := range []string{"aaa", "bbb", "ccc", "ddd", "eee", "none"} {
+		if got := c.NetNS(id); !slices.Equal(got, want[id]) {
+			t.Errorf("NetNS(%s) = %v, want %v", id, got, want[id])
+		}
 	}
 }

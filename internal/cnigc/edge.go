@@ -169,3 +169,17 @@ func (d LeaseDir) lock(ctx context.Context) (func(), error) {
 		}
 	}
 }
+
+// RemoveNetNS removes a named network namespace: its bind mount and its
+// file. One already gone is no error. Processes still in it keep it alive
+// until they exit, and its interfaces (the pod's veth, and so its host
+// end) go with it.
+func RemoveNetNS(path string) error {
+	if err := syscall.Unmount(path, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("unmount netns %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove netns %s: %w", path, err)
+	}
+	return nil
+}

@@ -42,6 +42,9 @@ type Options struct {
 	Leases  Leases
 	// Results is libcni's result cache of the network; nil leaves it alone.
 	Results Results
+	// RemoveNetNS removes a network namespace the results name
+	// (RemoveNetNS of this package if nil).
+	RemoveNetNS func(path string) error
 	// Sandboxes returns the IDs of every sandbox the runtime knows, in any
 	// state.
 	Sandboxes func(ctx context.Context) (map[string]bool, error)
@@ -78,6 +81,9 @@ func New(o Options) *Collector {
 	}
 	if o.Record == nil {
 		o.Record = func(string, string, string) {}
+	}
+	if o.RemoveNetNS == nil {
+		o.RemoveNetNS = RemoveNetNS
 	}
 	return &Collector{o: o, suspects: map[string]time.Time{}, poke: make(chan struct{}, 1)}
 }
@@ -197,6 +203,7 @@ func (c *Collector) read(ctx context.Context) (map[string]*Held, error) {
 		// that is this node's by its other state.
 		for id, h := range held {
 			h.Cache = c.o.Results.Files(id)
+			h.NetNS = c.o.Results.NetNS(id)
 		}
 	}
 	return held, nil
@@ -245,8 +252,9 @@ func (c *Collector) pass(ctx context.Context, quietAll bool, quiet map[string]bo
 }
 
 // remove deletes h's nat rules and chains, then its leases: an address is
-// leased again only once nothing of the old sandbox points at it. The
-// cached results go last: they record what the rest was.
+// leased again only once nothing of the old sandbox points at it. Then its
+// network namespace, with the pod's veth in it. The cached results go
+// last: they record what the rest was.
 func (c *Collector) remove(ctx context.Context, h *Held) error {
 	if len(h.Rules) > 0 || len(h.Chains) > 0 {
 		if err := c.o.Tables.Restore(ctx, Script(h)); err != nil {
@@ -255,6 +263,11 @@ func (c *Collector) remove(ctx context.Context, h *Held) error {
 	}
 	for _, ip := range h.Leases {
 		if err := c.o.Leases.Release(ctx, Lease{IP: ip, ID: h.ID}); err != nil {
+			return err
+		}
+	}
+	for _, ns := range h.NetNS {
+		if err := c.o.RemoveNetNS(ns); err != nil {
 			return err
 		}
 	}
@@ -275,6 +288,9 @@ func describe(h *Held) string {
 	}
 	if len(h.Leases) > 0 {
 		parts = append(parts, "address lease "+strings.Join(h.Leases, ", "))
+	}
+	if len(h.NetNS) > 0 {
+		parts = append(parts, "network namespace "+strings.Join(h.NetNS, ", "))
 	}
 	if len(h.Cache) > 0 {
 		parts = append(parts, fmt.Sprintf("%d CNI result cache files", len(h.Cache)))

@@ -35,11 +35,15 @@ type Held struct {
 	// Cache are libcni's cached results of the ID's attachments (its
 	// loopback's too), by path.
 	Cache []string
+	// NetNS are the named network namespaces those results name that
+	// still exist: containerd removes a sandbox's only when it tears the
+	// sandbox down.
+	NetNS []string
 }
 
 // Empty reports whether nothing is held.
 func (h *Held) Empty() bool {
-	return len(h.Rules) == 0 && len(h.Chains) == 0 && len(h.Leases) == 0 && len(h.Cache) == 0
+	return len(h.Rules) == 0 && len(h.Chains) == 0 && len(h.Leases) == 0 && len(h.Cache) == 0 && len(h.NetNS) == 0
 }
 
 // Holdings returns what the nat table and the leases hold for each

@@ -228,13 +228,7 @@ func killProcesses(o Options) error {
 func removeNetNS(paths []string) error {
 	var errs []error
 	for _, p := range paths {
-		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount netns %s: %w", p, err))
-			continue
-		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove netns %s: %w", p, err))
-		}
+		errs = append(errs, cnigc.RemoveNetNS(p))
 	}
 	return errors.Join(errs...)
 }

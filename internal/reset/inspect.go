@@ -59,6 +59,11 @@ func Inspect(ctx context.Context, o Options) (Facts, error) {
 	f.NetNS = podNetNS(f.Processes)
 	f.Rules = berthRules(ctx, o.Network, f.SandboxIDs)
 	f.CNICache = cniCache(o, f.SandboxIDs)
+	for _, ns := range cachedNetNS(o, f.SandboxIDs) {
+		if !slices.Contains(f.NetNS, ns) {
+			f.NetNS = append(f.NetNS, ns)
+		}
+	}
 	f.Bridge = isBridge(o.Bridge)
 	f.Mounts = mountsUnder(o.RootDir)
 	f.Cgroups = cgroupDirs(o.CgroupRoot)
@@ -157,6 +162,25 @@ func ipamDir(o Options) string { return filepath.Join(o.RootDir, "cni", "ipam") 
 
 func resultCache(o Options) cnigc.ResultCache {
 	return cnigc.ResultCache{Dir: o.CNIResultsDir, Network: o.Network, IPAMDir: ipamDir(o)}
+}
+
+// cachedNetNS returns the network namespaces that the cached CNI results
+// of berth's sandboxes name and that still exist: a sandbox whose
+// processes are gone (containerd killed, its shim reaped) keeps its
+// namespace, with the pod's veth, until someone removes it.
+func cachedNetNS(o Options, ids []string) []string {
+	if o.CNIResultsDir == "" {
+		return nil
+	}
+	var out []string
+	for _, id := range ids {
+		for _, ns := range resultCache(o).NetNS(id) {
+			if real, err := filepath.EvalSymlinks(ns); err == nil {
+				out = append(out, real) // as podNetNS names them
+			}
+		}
+	}
+	return out
 }
 
 // cniCache returns the cached CNI results of berth's sandboxes, the

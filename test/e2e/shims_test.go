@@ -30,6 +30,10 @@ func TestForgottenShimIsReaped(t *testing.T) {
 	if cached := cachedCNIResults(sandbox); len(cached) != 2 {
 		t.Fatalf("cached CNI results of the sandbox: %v, want its network's and its loopback's", cached)
 	}
+	netns := n.sandboxNetns(sandbox)
+	if _, err := os.Stat(netns); err != nil {
+		t.Fatalf("the sandbox's netns: %v", err)
+	}
 
 	n.kill9()
 	n.removeManifest("web.yaml")
@@ -47,12 +51,16 @@ func TestForgottenShimIsReaped(t *testing.T) {
 		t.Errorf("berth's log does not say it killed the shim")
 	}
 	// No CNI DEL ever came for the forgotten sandbox: berth's network GC
-	// removes its rules, its lease and libcni's cached results, which lie
-	// outside the root dir (/var/lib/cni/results).
+	// removes its rules, its lease, its network namespace (and the veth in
+	// it) and libcni's cached results, which lie outside the root dir
+	// (/var/lib/cni/results).
 	waitFor(t, 30*time.Second, "the forgotten sandbox's network state collected", func() (bool, string) {
 		left := cachedCNIResults(sandbox)
 		if natHolds(t, sandbox) {
 			left = append(left, "nat rules")
+		}
+		if _, err := os.Stat(netns); err == nil {
+			left = append(left, "netns "+netns)
 		}
 		return len(left) == 0, strings.Join(left, ", ")
 	})
