@@ -153,10 +153,30 @@ const (
 // and the reason.
 func (c *Config) Validate() error {
 	var errs []error
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
+	errs = append(errs, c.validateDirsAndPeriods()...)
+	errs = append(errs, c.validateNodeAndLogging()...)
+	errs = append(errs, c.Resources.validate()...)
+	errs = append(errs, c.Images.validate()...)
+	errs = append(errs, c.Eviction.validate()...)
+	errs = append(errs, c.Memory.validate()...)
+	errs = append(errs, c.ContainerGC.validate()...)
+	errs = append(errs, c.ContainerLogs.validate()...)
+	errs = append(errs, c.validateServing()...)
+	errs = append(errs, c.validateCluster()...)
+	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls))
+	return errors.Join(errs...)
+}
 
+// fieldError is a validation error naming its field.
+func fieldError(name, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...))
+}
+
+// validateDirsAndPeriods checks the dirs berth works in, the runtime
+// endpoint and cgroup driver, and the periods of its loops.
+func (c *Config) validateDirsAndPeriods() []error {
+	var errs []error
+	bad := func(name, format string, args ...any) { errs = append(errs, fieldError(name, format, args...)) }
 	absDir := func(name, value string) {
 		switch {
 		case value == "":
@@ -173,7 +193,6 @@ func (c *Config) Validate() error {
 	if c.DevicePluginWait < 0 {
 		bad(nameDevicePluginWait, "%s must not be negative", c.DevicePluginWait)
 	}
-
 	if c.FileCheckFrequency <= 0 {
 		bad(nameFileCheckFrequency, "%s must be positive", c.FileCheckFrequency)
 	}
@@ -190,6 +209,14 @@ func (c *Config) Validate() error {
 	default:
 		bad(nameCgroupDriver, "%q is not a cgroup driver; use cgroupfs", c.CgroupDriver)
 	}
+	return errs
+}
+
+// validateNodeAndLogging checks the node's identity, addresses and pod
+// network, and berth's own logging.
+func (c *Config) validateNodeAndLogging() []error {
+	var errs []error
+	bad := func(name, format string, args ...any) { errs = append(errs, fieldError(name, format, args...)) }
 	if c.MaxPods < 1 {
 		bad(nameMaxPods, "%d must be at least 1", c.MaxPods)
 	}
@@ -223,16 +250,7 @@ func (c *Config) Validate() error {
 	default:
 		bad(nameLogFormat, "%q is not one of text, json", c.LogFormat)
 	}
-	errs = append(errs, c.Resources.validate()...)
-	errs = append(errs, c.Images.validate()...)
-	errs = append(errs, c.Eviction.validate()...)
-	errs = append(errs, c.Memory.validate()...)
-	errs = append(errs, c.ContainerGC.validate()...)
-	errs = append(errs, c.ContainerLogs.validate()...)
-	errs = append(errs, c.validateServing()...)
-	errs = append(errs, c.validateCluster()...)
-	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls))
-	return errors.Join(errs...)
+	return errs
 }
 
 // validateUnsafeSysctls refuses what the kubelet refuses to start with: a
