@@ -117,24 +117,9 @@ func runStartup(ctx context.Context, n *node, pods int, hostNetwork bool, profil
 	}
 
 	// The floor first: the same image, command and network, no berth.
-	var floor []floorPod
-	for i := range pods {
-		floor = append(floor, floorPod{name: fmt.Sprintf("floor-%03d", i), hostNetwork: hostNetwork, command: webCommand(port(i))})
-	}
-	floorMeter, err := newNodeMeter(n)
-	if err != nil {
+	if err := measureFloor(ctx, n, &res, hostNetwork, port); err != nil {
 		return res, err
 	}
-	took, sandboxes, err := n.runFloor(ctx, floor)
-	floorMeter.sample()
-	res.CPU.RuntimeFloor = floorMeter.cpuSeconds(1) + floorMeter.cpuSeconds(2)
-	if rmErr := n.removeSandboxes(ctx, sandboxes); err == nil {
-		err = rmErr
-	}
-	if err != nil {
-		return res, err
-	}
-	res.Floor = Summarize(took)
 
 	before, err := n.metrics(ctx)
 	if err != nil {
@@ -155,23 +140,9 @@ func runStartup(ctx context.Context, n *node, pods int, hostNetwork bool, profil
 			return res, err
 		}
 	}
-	ready := map[string]time.Duration{}
-	err = poll(ctx, 5*time.Minute, readyPoll, func() (bool, error) {
-		list, err := n.pods(ctx)
-		if err != nil {
-			return false, nil // berth is busy; ask again
-		}
-		at := time.Since(begin)
-		for i := range list {
-			p := &list[i]
-			if _, seen := ready[p.Name]; !seen && p.Namespace == startupNamespace && podReady(p) {
-				ready[p.Name] = at
-			}
-		}
-		return len(ready) == pods, nil
-	})
+	ready, err := waitAllReady(ctx, n, begin, pods)
 	if err != nil {
-		return res, fmt.Errorf("%d of %d pods Ready: %w", len(ready), pods, err)
+		return res, err
 	}
 	meter.sample()
 	res.CPU.Berth, res.CPU.RuntimeBerth = meter.cpuSeconds(0), meter.cpuSeconds(1)+meter.cpuSeconds(2)
@@ -200,6 +171,54 @@ func runStartup(ctx context.Context, n *node, pods int, hostNetwork bool, profil
 		return res, fmt.Errorf("profile berth: %w", err)
 	}
 	return res, n.clearManifests(ctx, 5*time.Minute)
+}
+
+// measureFloor starts the pods' floor (direct CRI calls, no berth), records
+// its times and the runtime's CPU in res, and removes its sandboxes.
+func measureFloor(ctx context.Context, n *node, res *StartupResult, hostNetwork bool, port func(int) int) error {
+	var floor []floorPod
+	for i := range res.Pods {
+		floor = append(floor, floorPod{name: fmt.Sprintf("floor-%03d", i), hostNetwork: hostNetwork, command: webCommand(port(i))})
+	}
+	floorMeter, err := newNodeMeter(n)
+	if err != nil {
+		return err
+	}
+	took, sandboxes, err := n.runFloor(ctx, floor)
+	floorMeter.sample()
+	res.CPU.RuntimeFloor = floorMeter.cpuSeconds(1) + floorMeter.cpuSeconds(2)
+	if rmErr := n.removeSandboxes(ctx, sandboxes); err == nil {
+		err = rmErr
+	}
+	if err != nil {
+		return err
+	}
+	res.Floor = Summarize(took)
+	return nil
+}
+
+// waitAllReady reads berth's /pods until every start-up pod is Ready and
+// returns when each was first seen so, from begin.
+func waitAllReady(ctx context.Context, n *node, begin time.Time, pods int) (map[string]time.Duration, error) {
+	ready := map[string]time.Duration{}
+	err := poll(ctx, 5*time.Minute, readyPoll, func() (bool, error) {
+		list, err := n.pods(ctx)
+		if err != nil {
+			return false, nil // berth is busy; ask again
+		}
+		at := time.Since(begin)
+		for i := range list {
+			p := &list[i]
+			if _, seen := ready[p.Name]; !seen && p.Namespace == startupNamespace && podReady(p) {
+				ready[p.Name] = at
+			}
+		}
+		return len(ready) == pods, nil
+	})
+	if err != nil {
+		return ready, fmt.Errorf("%d of %d pods Ready: %w", len(ready), pods, err)
+	}
+	return ready, nil
 }
 
 func networkName(hostNetwork bool) string {
