@@ -66,6 +66,10 @@ func (r *Runtime) SandboxStatus(ctx context.Context, id string) (container.Sandb
 	return toSandboxStatus(sandboxStatusLocked(s)), nil
 }
 
+// toSandboxStatus and toContainerStatus repeat runtime's conversions
+// (podstatus.go) on purpose: internal/runtime imports internal/logs, whose
+// tests use this fake, so the fake cannot import runtime. Keep them in
+// step with runtime's.
 func toSandboxStatus(st *runtimeapi.PodSandboxStatus) container.SandboxStatus {
 	out := container.SandboxStatus{
 		ID:          st.Id,
