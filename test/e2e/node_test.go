@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,6 +277,7 @@ func (n *node) cleanup() {
 	if removed, err := rc.RemoveOwned(); err != nil || removed > 0 {
 		t.Logf("cleanup: removed %d cached CNI results of the node's sandboxes: %v", removed, err)
 	}
+	removeNATOf(t, n.cidr)
 	if n.tmpfs {
 		if err := syscall.Unmount(n.root, 0); err != nil {
 			t.Errorf("cleanup: unmount the tmpfs at %s: %v", n.root, err)
@@ -552,4 +554,30 @@ func (n *node) berth(args ...string) (string, error) {
 		return string(out), fmt.Errorf("%v: %s", err, ee.Stderr)
 	}
 	return string(out), err
+}
+
+// removeNATOf removes what the nat table still holds of berth's network on
+// cidr, the node's own: the bridge plugin keeps a sandbox's masquerade
+// chain when its DEL finds no netns, and the node that would have
+// collected it is gone.
+func removeNATOf(t testing.TB, cidr string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	save, err := cnigc.IPTables{}.SaveNAT(ctx)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	nat, err := cnigc.ParseNAT(save)
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	for id, h := range cnigc.Holdings(nat, nil, cnigc.Network{Name: "berth", PodCIDR: netip.MustParsePrefix(cidr)}) {
+		if err := (cnigc.IPTables{}).Restore(ctx, cnigc.Script(h)); err != nil {
+			t.Errorf("cleanup: nat rules of sandbox %s: %v", id, err)
+			continue
+		}
+		t.Logf("cleanup: removed the nat rules of sandbox %s left on the node's CIDR", id)
+	}
 }
