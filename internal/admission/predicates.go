@@ -7,6 +7,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
+
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // PredicateFailure is a reason the pod cannot run on this node that no
@@ -30,13 +32,16 @@ const (
 	nodePorts          = "NodePorts"
 	nodePortsReason    = "node(s) didn't have free ports for the requested pod ports"
 	taintToleration    = "TaintToleration"
+	taintReason        = "node(s) had taints that the pod didn't tolerate"
 )
 
 // predicates are the kubelet's non-resource admission checks, in its
 // order: the node's labels against the pod's node selector and required
 // node affinity, the node's name, and the host ports of the active pods.
 // Of the node's taints only NoExecute ones count, as for the kubelet: the
-// others keep the scheduler away, not a pod already bound.
+// others keep the scheduler away, not a pod already bound. Static pods are
+// not checked against taints at all (the kubelet's generalFilter): nothing
+// but the node runs them, so a taint would only leave the node without them.
 func predicates(pod *v1.Pod, node *v1.Node, active []*PodInfo) []PredicateFailure {
 	var out []PredicateFailure
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); !ok || err != nil {
@@ -48,10 +53,8 @@ func predicates(pod *v1.Pod, node *v1.Node, active []*PodInfo) []PredicateFailur
 	if hostPortsConflict(pod, active) {
 		out = append(out, PredicateFailure{nodePorts, nodePortsReason})
 	}
-	noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
-	if taint, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, noExecute, true); found {
-		out = append(out, PredicateFailure{taintToleration,
-			fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value)})
+	if !v1helper.IsStaticPod(pod) && untoleratedNoExecute(pod, node) {
+		out = append(out, PredicateFailure{taintToleration, taintReason})
 	}
 	return out
 }
@@ -117,4 +120,14 @@ func hostPortsConflict(pod *v1.Pod, active []*PodInfo) bool {
 		}
 	}
 	return false
+}
+
+// untoleratedNoExecute reports a NoExecute taint of the node that the pod
+// does not tolerate. The comparison operators (Lt, Gt) are off, as the
+// TaintTolerationComparisonOperators gate is by default in Kubernetes 1.36:
+// a toleration using them tolerates nothing, as on the kubelet.
+func untoleratedNoExecute(pod *v1.Pod, node *v1.Node) bool {
+	noExecute := func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }
+	_, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations, noExecute, false)
+	return found
 }

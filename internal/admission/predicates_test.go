@@ -138,7 +138,7 @@ func TestPredicatesNoExecuteTaints(t *testing.T) {
 	node := newNode(nil, "pods", "110")
 	node.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "edge", Effect: v1.TaintEffectNoExecute},
 		{Key: "spot", Effect: v1.TaintEffectNoSchedule}}
-	untolerated := []PredicateFailure{{"TaintToleration", "node(s) had untolerated taint {dedicated: edge}"}}
+	untolerated := []PredicateFailure{{"TaintToleration", "node(s) had taints that the pod didn't tolerate"}}
 	if got := predicates(newPod("p"), node, nil); !slices.Equal(got, untolerated) {
 		t.Errorf("untolerated: %+v", got)
 	}
@@ -147,5 +147,21 @@ func TestPredicatesNoExecuteTaints(t *testing.T) {
 	})
 	if got := predicates(tolerant, node, nil); len(got) != 0 {
 		t.Errorf("tolerated: %+v", got)
+	}
+	// A static pod is not checked against taints at all, toleration or not.
+	static := newPod("p", func(p *v1.Pod) {
+		p.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	})
+	if got := predicates(static, node, nil); len(got) != 0 {
+		t.Errorf("static pod: %+v", got)
+	}
+	// Lt and Gt tolerate nothing while their feature gate is off, as it is
+	// by default in 1.36.
+	node.Spec.Taints = []v1.Taint{{Key: "gen", Value: "5", Effect: v1.TaintEffectNoExecute}}
+	compared := newPod("p", func(p *v1.Pod) {
+		p.Spec.Tolerations = []v1.Toleration{{Key: "gen", Operator: "Gt", Value: "3", Effect: v1.TaintEffectNoExecute}}
+	})
+	if got := predicates(compared, node, nil); !slices.Equal(got, untolerated) {
+		t.Errorf("Gt toleration: %+v", got)
 	}
 }
