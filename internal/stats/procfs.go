@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -99,4 +100,32 @@ func parseLoadavgTasks(file, s string) (int64, error) {
 		return 0, fmt.Errorf("read %s: %w", file, err)
 	}
 	return n, nil
+}
+
+// coreCount is the number of logical CPUs, counted once from cpuinfo's
+// "processor" lines as cAdvisor counts them: the machine's, whatever
+// berth's own CPU affinity.
+type coreCount struct {
+	once sync.Once
+	n    int
+}
+
+func (c *coreCount) get(procFS string) int {
+	c.once.Do(func() {
+		data, err := os.ReadFile(filepath.Join(procFS, "cpuinfo"))
+		if err == nil {
+			c.n = countProcessors(data)
+		}
+	})
+	return c.n
+}
+
+func countProcessors(data []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, _, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "processor" {
+			n++
+		}
+	}
+	return n
 }
