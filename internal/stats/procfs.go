@@ -102,22 +102,35 @@ func parseLoadavgTasks(file, s string) (int64, error) {
 	return n, nil
 }
 
-// coreCount is the number of logical CPUs, counted once from cpuinfo's
-// "processor" lines as cAdvisor counts them: the machine's, whatever
-// berth's own CPU affinity.
-type coreCount struct {
+// machineFacts are the machine's facts that do not change while berth
+// runs, read once: the number of logical CPUs, counted from cpuinfo's
+// "processor" lines as cAdvisor counts them (the machine's, whatever
+// berth's own CPU affinity), and its identity.
+type machineFacts struct {
 	once sync.Once
-	n    int
+	info MachineInfo
 }
 
-func (c *coreCount) get(procFS string) int {
-	c.once.Do(func() {
-		data, err := os.ReadFile(filepath.Join(procFS, "cpuinfo"))
-		if err == nil {
-			c.n = countProcessors(data)
+func (m *machineFacts) get(procFS string) MachineInfo {
+	m.once.Do(func() {
+		if data, err := os.ReadFile(filepath.Join(procFS, "cpuinfo")); err == nil {
+			m.info.Cores = countProcessors(data)
 		}
+		m.info.BootID = firstLine(filepath.Join(procFS, "sys", "kernel", "random", "boot_id"))
+		m.info.MachineID = firstLine("/etc/machine-id")
+		m.info.SystemUUID = firstLine("/sys/class/dmi/id/product_uuid")
 	})
-	return c.n
+	return m.info
+}
+
+// firstLine is a one-line file's content, "" when it cannot be read.
+func firstLine(file string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return strings.TrimSpace(line)
 }
 
 func countProcessors(data []byte) int {

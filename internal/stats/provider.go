@@ -68,7 +68,7 @@ type Provider struct {
 	// cannot be read.
 	sysinfoProcs func() (int64, error)
 
-	cores coreCount
+	machine machineFacts
 	mu    sync.Mutex
 	last  *Snapshot // the newest reading, for Recent
 }
@@ -155,7 +155,7 @@ func (p *Provider) read(ctx context.Context) (*Snapshot, error) {
 		Summary:    &statsapi.Summary{Node: node, Pods: pods.pods},
 		Containers: pods.containers,
 		Sandboxes:  pods.sandboxes,
-		Machine:    MachineInfo{Cores: p.cores.get(p.opts.ProcFS)},
+		Machine:    p.machine.get(p.opts.ProcFS),
 	}
 	if mem.Limit != nil {
 		snap.Machine.MemoryBytes = *mem.Limit

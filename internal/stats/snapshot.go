@@ -38,6 +38,9 @@ type MachineInfo struct {
 	Cores int
 	// MemoryBytes is MemTotal; 0 when unknown.
 	MemoryBytes uint64
+	// MachineID, SystemUUID and BootID label cAdvisor's machine series;
+	// "" when unknown.
+	MachineID, SystemUUID, BootID string
 }
 
 // ContainerSample is one running container as cAdvisor labels it, with
