@@ -140,7 +140,7 @@ func (m *metricsSource) ContainerMetrics() (*stats.Snapshot, error) {
 	return m.snap, nil
 }
 func (m *metricsSource) ResourceStats() (*statsapi.Summary, error) { return m.resource, nil }
-func (m *metricsSource) ProbeMetrics() prometheus.Gatherer        { return m.probes }
+func (m *metricsSource) ProbeMetrics() prometheus.Gatherer         { return m.probes }
 
 func scrape(t testing.TB, h http.Handler, path string) map[string]*dto.MetricFamily {
 	t.Helper()

@@ -69,8 +69,8 @@ type Provider struct {
 	sysinfoProcs func() (int64, error)
 
 	machine machineFacts
-	mu    sync.Mutex
-	last  *Snapshot // the newest reading, for Recent
+	mu      sync.Mutex
+	last    *Snapshot // the newest reading, for Recent
 }
 
 // New returns a Provider.
