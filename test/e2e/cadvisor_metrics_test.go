@@ -104,19 +104,27 @@ spec:
 `, busybox))
 	web := n.waitRunning("web", 2*time.Minute)
 	idle := n.waitRunning("idle", 2*time.Minute)
-
-	type ctr struct {
-		pod      *v1.Pod
-		name, id string
-		cpuLimit bool
-	}
-	var ctrs []ctr
+	var ctrs []runningContainer
 	for _, p := range []*v1.Pod{web, idle} {
 		for _, c := range p.Spec.Containers {
-			ctrs = append(ctrs, ctr{pod: p, name: c.Name, id: containerID(t, p, c.Name), cpuLimit: !c.Resources.Limits.Cpu().IsZero()})
+			ctrs = append(ctrs, runningContainer{pod: p, name: c.Name, id: containerID(t, p, c.Name), cpuLimit: !c.Resources.Limits.Cpu().IsZero()})
 		}
 	}
+	checkCadvisorMetrics(n, web, idle, ctrs)
+	checkResourceMetrics(n, ctrs)
+	checkProbeMetrics(n, web)
+}
 
+type runningContainer struct {
+	pod      *v1.Pod
+	name, id string
+	cpuLimit bool
+}
+
+// checkCadvisorMetrics checks /metrics/cadvisor against the pods running.
+func checkCadvisorMetrics(n *node, web, idle *v1.Pod, ctrs []runningContainer) {
+	t := n.t
+	t.Helper()
 	// Every running container carries each series; the pods' network is on
 	// their sandboxes. The first reading may predate the pods: wait for one
 	// that has them all.
@@ -129,28 +137,8 @@ spec:
 		if err != nil {
 			return false, err.Error()
 		}
-		var missing []string
-		for _, c := range ctrs {
-			want := map[string]string{"container": c.name, "pod": c.pod.Name, "namespace": c.pod.Namespace, "name": c.id}
-			names := containerSeries
-			if c.cpuLimit {
-				names = append(names[:len(names):len(names)], "container_cpu_cfs_periods_total",
-					"container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total")
-			}
-			for _, name := range names {
-				if _, ok := sampleWith(families[name], want); !ok {
-					missing = append(missing, name+" of "+c.name)
-				}
-			}
-		}
-		for _, p := range []*v1.Pod{web, idle} {
-			for _, name := range []string{"container_network_receive_bytes_total", "container_network_transmit_bytes_total"} {
-				if _, ok := sampleWith(families[name], map[string]string{"container": "", "pod": p.Name, "interface": "eth0"}); !ok {
-					missing = append(missing, name+" of "+p.Name)
-				}
-			}
-		}
 		first = families
+		missing := missingSeries(families, containerSeries, ctrs, []*v1.Pod{web, idle})
 		return len(missing) == 0, strings.Join(missing, ", ")
 	})
 
@@ -182,7 +170,41 @@ spec:
 		return cpu > cpu0, fmt.Sprintf("%v, was %v", cpu, cpu0)
 	})
 
-	// /metrics/resource: CPU and memory of every running container.
+}
+
+// missingSeries names the series that families lack: each of names for
+// every container (and CFS for those with a CPU limit), the network for
+// every pod.
+func missingSeries(families map[string]*dto.MetricFamily, names []string, ctrs []runningContainer, pods []*v1.Pod) []string {
+	var missing []string
+	for _, c := range ctrs {
+		want := map[string]string{"container": c.name, "pod": c.pod.Name, "namespace": c.pod.Namespace, "name": c.id}
+		all := names
+		if c.cpuLimit {
+			all = append(names[:len(names):len(names)], "container_cpu_cfs_periods_total",
+				"container_cpu_cfs_throttled_periods_total", "container_cpu_cfs_throttled_seconds_total")
+		}
+		for _, name := range all {
+			if _, ok := sampleWith(families[name], want); !ok {
+				missing = append(missing, name+" of "+c.name)
+			}
+		}
+	}
+	for _, p := range pods {
+		for _, name := range []string{"container_network_receive_bytes_total", "container_network_transmit_bytes_total"} {
+			if _, ok := sampleWith(families[name], map[string]string{"container": "", "pod": p.Name, "interface": "eth0"}); !ok {
+				missing = append(missing, name+" of "+p.Name)
+			}
+		}
+	}
+	return missing
+}
+
+// checkResourceMetrics checks /metrics/resource has the CPU and memory of
+// every running container.
+func checkResourceMetrics(n *node, ctrs []runningContainer) {
+	t := n.t
+	t.Helper()
 	resource := n.mustScrape("/metrics/resource")
 	for _, c := range ctrs {
 		want := map[string]string{"container": c.name, "pod": c.pod.Name, "namespace": c.pod.Namespace}
@@ -193,7 +215,13 @@ spec:
 		}
 	}
 
-	// /metrics/probes counts each probe, and the counts go on.
+}
+
+// checkProbeMetrics checks /metrics/probes counts web's probes, and drops
+// them once web is removed.
+func checkProbeMetrics(n *node, web *v1.Pod) {
+	t := n.t
+	t.Helper()
 	ready := map[string]string{"probe_type": "Readiness", "result": "successful", "container": "httpd",
 		"pod": web.Name, "namespace": web.Namespace, "pod_uid": string(web.UID)}
 	probes := n.mustScrape("/metrics/probes")
