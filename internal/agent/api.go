@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -43,6 +44,10 @@ type apiSource struct {
 	capacity, allocatable v1.ResourceList
 	evictions             *eviction.Manager
 	stats                 *stats.Provider
+	// statsMaxAge is how old a reading /metrics/cadvisor may serve: the
+	// eviction manager's period, whose readings it shares.
+	statsMaxAge  time.Duration
+	probeMetrics prometheus.Gatherer
 	// ready keeps /node's Ready condition between requests.
 	ready readyTracker
 }

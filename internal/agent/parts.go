@@ -340,5 +340,6 @@ func (p *parts) buildCluster(ctx context.Context) {
 func (p *parts) api() *apiSource {
 	return &apiSource{view: p.view, statuses: p.statuses, pleg: p.relist, nodeName: p.cfg.NodeName, clk: p.clk,
 		cri: p.rt.CRI, capacity: p.host.capacity, allocatable: p.host.allocatable, events: p.recorder,
-		devices: p.devices, images: p.imageGC, evictions: p.evictions, stats: p.summary}
+		devices: p.devices, images: p.imageGC, evictions: p.evictions, stats: p.summary,
+		statsMaxAge: p.cfg.Eviction.MonitoringInterval, probeMetrics: p.probes.Gatherer()}
 }

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -338,14 +339,64 @@ func TestMetrics(t *testing.T) {
 	h.m.AddPod(pod("u1", container("app", spec(1, 1, 100, 0), spec(1, 1, 3, 0), nil)))
 	h.statuses.set("u1", runningStatus(start, "app", "c1"))
 	h.advance(2500 * time.Millisecond)
-	failed := h.m.metrics.probes.WithLabelValues("Liveness", "failed", "app", "p-u1", "default")
-	ok := h.m.metrics.probes.WithLabelValues("Readiness", "successful", "app", "p-u1", "default")
+	failed := h.m.metrics.probes.WithLabelValues("Liveness", "failed", "app", "p-u1", "default", "u1")
+	ok := h.m.metrics.probes.WithLabelValues("Readiness", "successful", "app", "p-u1", "default", "u1")
 	if f, s := counterValue(t, failed), counterValue(t, ok); f != 3 || s != 3 {
 		t.Errorf("failed liveness = %v, successful readiness = %v; want 3 and 3", f, s)
 	}
 	// Failures are not timed.
 	if l, r := h.observations("Liveness"), h.observations("Readiness"); l != 0 || r != 3 {
 		t.Errorf("timed probes: liveness %d, readiness %d; want 0 and 3", l, r)
+	}
+}
+
+// TestProbesEndpointSeries checks the series /metrics/probes serves: the
+// kubelet's labels, and none left of a removed pod.
+func TestProbesEndpointSeries(t *testing.T) {
+	h := newHarness(t)
+	p := pod("u1", container("app", spec(1, 1, 100, 0), spec(1, 1, 3, 0), nil))
+	h.m.AddPod(p)
+	h.statuses.set("u1", runningStatus(start, "app", "c1"))
+	h.advance(1500 * time.Millisecond)
+
+	gathered := func() map[string][]string {
+		families, err := h.m.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				var ls []string
+				for _, l := range m.GetLabel() {
+					ls = append(ls, l.GetName()+"="+l.GetValue())
+				}
+				out[f.GetName()] = append(out[f.GetName()], strings.Join(ls, ","))
+			}
+		}
+		return out
+	}
+	got := gathered()
+	for _, tc := range []struct {
+		family string
+		want   string
+	}{
+		{"prober_probe_total", "container=app,namespace=default,pod=p-u1,pod_uid=u1,probe_type=Liveness,result=successful"},
+		{"prober_probe_total", "container=app,namespace=default,pod=p-u1,pod_uid=u1,probe_type=Readiness,result=failed"},
+		{"prober_probe_total", "container=app,namespace=default,pod=p-u1,pod_uid=u1,probe_type=Readiness,result=unknown"},
+		{"prober_probe_duration_seconds", "container=app,namespace=default,pod=p-u1,probe_type=Readiness"},
+	} {
+		if !slices.Contains(got[tc.family], tc.want) {
+			t.Errorf("%s has no series {%s}; it has %v", tc.family, tc.want, got[tc.family])
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("families %v, want the two prober families only", slices.Collect(maps.Keys(got)))
+	}
+
+	h.m.RemovePod(p)
+	if got := gathered(); len(got) != 0 {
+		t.Errorf("series left of a removed pod: %v", got)
 	}
 }
 

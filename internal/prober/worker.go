@@ -61,7 +61,7 @@ func newWorker(pod *v1.Pod, c *v1.Container, t ProbeType) *worker {
 		key:       workerKey{c.Name, t},
 		container: *c,
 		index:     -1,
-		labels:    metricLabels{t.title(), c.Name, pod.Name, pod.Namespace},
+		labels:    metricLabels{t.title(), c.Name, pod.Name, pod.Namespace, string(pod.UID)},
 	}
 	w.spec = probeOf(&w.container, t)
 	w.cfg = configFor(t, w.spec, c.StartupProbe != nil)
@@ -263,6 +263,8 @@ func (m *Manager) probe(ctx context.Context, w *worker, pod *v1.Pod, podIP strin
 			return // shutting down: not the container's fault
 		}
 		w.metrics.unknown.Inc()
+		// The kubelet times an unknown outcome as it does a success.
+		w.metrics.duration.Observe(m.clk.Since(began).Seconds())
 		m.log.Debug("probe errored", "pod", pod.Namespace+"/"+pod.Name, "container", w.key.container, "probe", w.cfg.probeType, "err", err)
 		m.recorder.Event(pod, v1.EventTypeWarning, events.ContainerUnhealthy, fmt.Sprintf("%s probe errored: %v", w.cfg.probeType.title(), err))
 		return

@@ -50,14 +50,14 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("resource metrics unavailable: measuring the node failed", "err", err)
 	} else {
 		for _, s := range resourceSamples(summary) {
-			ch <- c.metric(s)
+			ch <- constMetric(c.descs[s.name], s)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.descs[resourceScrapeError].desc, prometheus.GaugeValue, failed)
 }
 
-func (c *resourceCollector) metric(s resourceSample) prometheus.Metric {
-	d := c.descs[s.name]
+// constMetric is the sample as a metric of d, stamped with its time.
+func constMetric(d resourceDesc, s resourceSample) prometheus.Metric {
 	m, err := prometheus.NewConstMetric(d.desc, d.kind, s.value, s.labels...)
 	if err != nil {
 		// A label value that is not UTF-8: this series fails, and with

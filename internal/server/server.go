@@ -1,7 +1,8 @@
 // Package server is berth's HTTP APIs. The read-only API is the
 // counterpart of the kubelet's read-only port, and serves no more than it
-// does of what a pod holds: /healthz, /pods, /stats/summary, /metrics and
-// /metrics/resource (the series metrics-server scrapes), with the
+// does of what a pod holds: /healthz, /pods, /stats/summary, /metrics,
+// /metrics/resource (the series metrics-server scrapes), /metrics/cadvisor
+// (cAdvisor's container series) and /metrics/probes, with the
 // kubelet's paths, query parameters and response shapes, so the same tools
 // and habits work against it; /events, /pods/{namespace}/{name}/events and
 // /node/events, which stand in for the API server's events; /devices, the
@@ -156,11 +157,31 @@ func newServer(addr string, src Source, gatherer prometheus.Gatherer, log *slog.
 	s.mux.HandleFunc("GET /node", s.node)
 	s.mux.HandleFunc("GET /node/eviction", s.eviction)
 	s.mux.HandleFunc("GET /stats/summary", s.statsSummary)
-	s.mux.Handle("GET /metrics/resource", resourceMetricsHandler(src.StatsSummary, log))
+	s.installMetrics(log)
 	if gatherer != nil {
 		s.mux.Handle("GET /metrics", metricsHandler(gatherer, log))
 	}
 	return s
+}
+
+// installMetrics installs the kubelet's metrics endpoints other than
+// /metrics that the source can serve: /metrics/resource always (from
+// StatsSummary unless the source has a CPU-and-memory path),
+// /metrics/cadvisor and /metrics/probes when the source gives them.
+func (s *Server) installMetrics(log *slog.Logger) {
+	resource := s.src.StatsSummary
+	if r, ok := s.src.(ResourceMetricsSource); ok {
+		resource = r.ResourceStats
+	}
+	s.mux.Handle("GET /metrics/resource", resourceMetricsHandler(resource, log))
+	if c, ok := s.src.(ContainerMetricsSource); ok {
+		s.mux.Handle("GET /metrics/cadvisor", cadvisorMetricsHandler(c.ContainerMetrics, clock.RealClock{}, log))
+	}
+	if p, ok := s.src.(ProbeMetricsSource); ok {
+		if g := p.ProbeMetrics(); g != nil {
+			s.mux.Handle("GET /metrics/probes", metricsHandler(g, log))
+		}
+	}
 }
 
 // debuggingPaths are what the kubelet's read-only server answers with

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -232,4 +233,80 @@ func readMax(file string) (v uint64, limited bool, err error) {
 		return 0, false, fmt.Errorf("read %s: %w", file, err)
 	}
 	return v, true, nil
+}
+
+// memoryCache is the page cache charged to the cgroup, as cAdvisor's
+// container_memory_cache: total_cache on v1, file on v2.
+func (c cgroupFS) memoryCache(p string) (uint64, error) {
+	dir, err := c.dir("memory", p)
+	if err != nil {
+		return 0, err
+	}
+	file := filepath.Join(dir, "memory.stat")
+	stat, err := readFlatKeyed(file)
+	if err != nil {
+		return 0, err
+	}
+	key := "total_cache"
+	if c.v2 {
+		key = "file"
+	}
+	v, ok := stat[key]
+	if !ok {
+		return 0, fmt.Errorf("read %s: no %s", file, key)
+	}
+	return v, nil
+}
+
+// cfs reads the CPU bandwidth accounting of cpu.stat: nr_periods and
+// nr_throttled on both versions, throttled time in nanoseconds on v1
+// (throttled_time) and microseconds on v2 (throttled_usec).
+func (c cgroupFS) cfs(p string) (*CFSStats, error) {
+	dir, err := c.dir("cpu", p)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "cpu.stat")
+	stat, err := readFlatKeyed(file)
+	if err != nil {
+		return nil, err
+	}
+	return cfsOf(file, stat, c.v2)
+}
+
+func cfsOf(file string, stat map[string]uint64, v2 bool) (*CFSStats, error) {
+	throttled, unit := "throttled_time", uint64(1)
+	if v2 {
+		throttled, unit = "throttled_usec", uint64(time.Microsecond)
+	}
+	for _, k := range []string{"nr_periods", "nr_throttled", throttled} {
+		if _, ok := stat[k]; !ok {
+			return nil, fmt.Errorf("read %s: no %s", file, k)
+		}
+	}
+	return &CFSStats{Periods: stat["nr_periods"], ThrottledPeriods: stat["nr_throttled"], ThrottledNanos: stat[throttled] * unit}, nil
+}
+
+// firstProcess is a process of the cgroup itself, the first its
+// cgroup.procs lists: any of them is in the namespaces of the container
+// the cgroup is.
+func (c cgroupFS) firstProcess(p string) (int, error) {
+	dir, err := c.dir("memory", p)
+	if err != nil {
+		return 0, err
+	}
+	file := filepath.Join(dir, "cgroup.procs")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	f := bytes.Fields(data)
+	if len(f) == 0 {
+		return 0, fmt.Errorf("%s lists no process", file)
+	}
+	pid, err := strconv.Atoi(string(f[0]))
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", file, err)
+	}
+	return pid, nil
 }

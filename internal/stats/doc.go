@@ -23,6 +23,17 @@
 //	volumes            du of each emptyDir (disk or tmpfs)
 //	ephemeral storage  rootfs + logs + disk-backed emptyDirs + pod-level files
 //
+// For /metrics/cadvisor a reading also keeps (Snapshot), per container:
+//
+//	id label           <pod cgroup>/<container ID> (runc's cgroupfs layout)
+//	page cache         memory.stat of that cgroup (v1 total_cache, v2 file)
+//	cfs throttling     cpu.stat of that cgroup, for a container with a CPU limit
+//	filesystems        writable layer + logs, by the device of each (mountinfo)
+//	pod network        /proc/<pid>/net/dev of a process in the sandbox's cgroup
+//
+// Recent serves the latest reading to a scrape; CPUAndMemory is
+// /metrics/resource's path, which reads no filesystem's usage.
+//
 // Directory usage is counted as du counts it (allocated blocks, hard links
 // once), without following symlinks or crossing mount points; a Get walks
 // every pod's volumes and logs, so its cost grows with the number of files

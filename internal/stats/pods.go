@@ -29,33 +29,61 @@ type runtimeView struct {
 	// containers are each pod's running containers, one per name.
 	containers map[string][]*runtimeapi.Container
 	stats      map[string]*runtimeapi.ContainerStats
-	// started is when each pod's newest ready sandbox was created.
-	started map[string]time.Time
+	// sandboxes are each pod's newest ready sandbox; its creation is the
+	// pod's start time.
+	sandboxes map[string]*runtimeapi.PodSandbox
 }
 
-func (p *Provider) podStats(ctx context.Context, now metav1.Time, cg *cgroupFS, nodefs fsInfo, sizes *fsCache) []statsapi.PodStats {
+// podsReading is what one Get measured of the pods: their Summary stats,
+// and for /metrics/cadvisor what the Summary has no field for.
+type podsReading struct {
+	pods       []statsapi.PodStats
+	containers []ContainerSample
+	sandboxes  []SandboxSample
+}
+
+func (p *Provider) podStats(ctx context.Context, now metav1.Time, cg *cgroupFS, nodefs fsInfo, sizes *fsCache) podsReading {
+	pods := p.activePods()
+	out := podsReading{pods: make([]statsapi.PodStats, 0, len(pods))}
+	if len(pods) == 0 {
+		return out
+	}
+	rv := p.readRuntime(ctx)
+	devs := newDeviceNames(p)
+	for _, pod := range pods {
+		ps := p.cpuAndMemoryOfPod(now, pod, rv, cg)
+		ctrs := rv.containers[string(pod.UID)]
+		cgPath := p.opts.PodCgroup(pod)
+		for i := range ps.Containers {
+			p.containerFs(ctx, now, &ps.Containers[i], pod, rv.stats[ctrs[i].GetId()], sizes)
+			out.containers = append(out.containers, p.containerSample(pod, ctrs[i], rv.stats[ctrs[i].GetId()], ps.Containers[i], cg, cgPath, devs))
+		}
+		if sb := rv.sandboxes[string(pod.UID)]; sb != nil {
+			out.sandboxes = append(out.sandboxes, p.sandboxSample(pod, sb, cg, cgPath))
+		}
+		p.podStorage(ctx, now, pod, &ps, cg, nodefs)
+		out.pods = append(out.pods, ps)
+	}
+	return out
+}
+
+// activePods are the pods to measure; the CPU rates of any other pod are
+// forgotten.
+func (p *Provider) activePods() []*v1.Pod {
 	pods := p.opts.Pods()
 	listed := make(map[string]bool, len(pods))
 	for _, pod := range pods {
 		listed[string(pod.UID)] = true
 	}
 	p.cpu.retainPods(listed)
-	out := make([]statsapi.PodStats, 0, len(pods))
-	if len(pods) == 0 {
-		return out
-	}
-	rv := p.readRuntime(ctx)
-	for _, pod := range pods {
-		out = append(out, p.onePod(ctx, now, pod, rv, cg, nodefs, sizes))
-	}
-	return out
+	return pods
 }
 
 // readRuntime lists the running containers, their stats and the ready
 // sandboxes. A failed call leaves its part empty: pods are then reported
 // without container stats rather than not at all.
 func (p *Provider) readRuntime(ctx context.Context) runtimeView {
-	rv := runtimeView{stats: map[string]*runtimeapi.ContainerStats{}, started: map[string]time.Time{}}
+	rv := runtimeView{stats: map[string]*runtimeapi.ContainerStats{}, sandboxes: map[string]*runtimeapi.PodSandbox{}}
 	running := &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}
 	if ctrs, err := p.opts.Runtime.ListContainers(ctx, running); err != nil {
 		p.warn("container stats unknown", err)
@@ -73,7 +101,7 @@ func (p *Provider) readRuntime(ctx context.Context) runtimeView {
 	if sbs, err := p.opts.Runtime.ListPodSandboxes(ctx, ready); err != nil {
 		p.warn("pod start times unknown", err)
 	} else {
-		rv.started = sandboxStartTimes(sbs)
+		rv.sandboxes = newestSandboxes(sbs)
 	}
 	return rv
 }
@@ -106,37 +134,39 @@ func runningByPod(ctrs []*runtimeapi.Container) map[string][]*runtimeapi.Contain
 	return out
 }
 
-// sandboxStartTimes is when each pod's newest ready sandbox was created:
+// newestSandboxes is each pod's newest ready sandbox, whose creation is
 // the pod's start time in the kubelet's CRI stats.
-func sandboxStartTimes(sbs []*runtimeapi.PodSandbox) map[string]time.Time {
-	out := map[string]time.Time{}
+func newestSandboxes(sbs []*runtimeapi.PodSandbox) map[string]*runtimeapi.PodSandbox {
+	out := map[string]*runtimeapi.PodSandbox{}
 	for _, sb := range sbs {
 		if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
 			continue
 		}
 		uid := sb.GetMetadata().GetUid()
-		if t := time.Unix(0, sb.GetCreatedAt()); uid != "" && t.After(out[uid]) {
-			out[uid] = t
+		if cur, ok := out[uid]; uid != "" && (!ok || sb.GetCreatedAt() > cur.GetCreatedAt()) {
+			out[uid] = sb
 		}
 	}
 	return out
 }
 
-func (p *Provider) onePod(ctx context.Context, now metav1.Time, pod *v1.Pod, rv runtimeView, cg *cgroupFS, nodefs fsInfo, sizes *fsCache) statsapi.PodStats {
+// cpuAndMemoryOfPod is the pod's start time, CPU and memory and its
+// running containers' (in rv.containers' order): what /metrics/resource
+// needs, read without touching a filesystem's usage.
+func (p *Provider) cpuAndMemoryOfPod(now metav1.Time, pod *v1.Pod, rv runtimeView, cg *cgroupFS) statsapi.PodStats {
 	uid := string(pod.UID)
 	ps := statsapi.PodStats{
 		PodRef:     statsapi.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: uid},
 		Containers: []statsapi.ContainerStats{},
 	}
-	if t, ok := rv.started[uid]; ok {
-		ps.StartTime = metav1.NewTime(t)
+	if sb, ok := rv.sandboxes[uid]; ok {
+		ps.StartTime = nanoTime(sb.GetCreatedAt())
 	} else if pod.Status.StartTime != nil {
 		ps.StartTime = *pod.Status.StartTime
 	}
 	cgPath := p.opts.PodCgroup(pod)
-	logDir := kuberuntime.PodLogsDirectory(p.opts.PodLogsDir, pod)
 	for _, c := range rv.containers[uid] {
-		ps.Containers = append(ps.Containers, p.containerStats(ctx, now, pod, c, rv.stats[c.GetId()], cg, cgPath, logDir, sizes))
+		ps.Containers = append(ps.Containers, p.containerStats(now, pod, c, rv.stats[c.GetId()], cg, cgPath))
 	}
 	if cgPath != "" && cg != nil {
 		if m, err := cg.memory(cgPath); err != nil {
@@ -149,11 +179,6 @@ func (p *Provider) onePod(ctx context.Context, now metav1.Time, pod *v1.Pod, rv 
 		} else {
 			ps.CPU = p.cpuStats(podCounter(uid), usage, now)
 		}
-		if n, err := cg.processCount(cgPath); err != nil {
-			p.warn("pod process count unknown", err, "pod", podKey(pod))
-		} else {
-			ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(n)}
-		}
 	}
 	if ps.CPU == nil {
 		ps.CPU = sumCPU(ps.Containers, now)
@@ -161,12 +186,27 @@ func (p *Provider) onePod(ctx context.Context, now metav1.Time, pod *v1.Pod, rv 
 	if ps.Memory == nil {
 		ps.Memory = sumMemory(ps.Containers, now)
 	}
+	return ps
+}
+
+// podStorage adds what the pod holds on disk, and its process count, to
+// ps: volumes, logs, ephemeral storage.
+func (p *Provider) podStorage(ctx context.Context, now metav1.Time, pod *v1.Pod, ps *statsapi.PodStats, cg *cgroupFS, nodefs fsInfo) {
+	uid := string(pod.UID)
+	if cgPath := p.opts.PodCgroup(pod); cgPath != "" && cg != nil {
+		if n, err := cg.processCount(cgPath); err != nil {
+			p.warn("pod process count unknown", err, "pod", podKey(pod))
+		} else {
+			ps.ProcessStats = &statsapi.ProcessStats{ProcessCount: ptr(n)}
+		}
+	}
 	if !safeName(uid) {
 		p.log.Warn("pod UID cannot be a directory name; its volumes are not measured", "pod", podKey(pod), "uid", uid)
-		return ps
+		return
 	}
 	ps.VolumeStats = p.volumeStats(ctx, now, pod)
 	var extra []*statsapi.FsStats
+	logDir := kuberuntime.PodLogsDirectory(p.opts.PodLogsDir, pod)
 	if u, err := filesUsage(ctx, logDir); err != nil {
 		p.warn("pod log usage unknown", err, "pod", podKey(pod))
 	} else {
@@ -178,11 +218,10 @@ func (p *Provider) onePod(ctx context.Context, now metav1.Time, pod *v1.Pod, rv 
 		extra = append(extra, usageOn(nil, u, now))
 	}
 	ps.EphemeralStorage = ephemeralStorage(nodefs, now, ps.Containers, diskVolumes(pod, ps.VolumeStats), extra)
-	return ps
 }
 
-func (p *Provider) containerStats(ctx context.Context, now metav1.Time, pod *v1.Pod, c *runtimeapi.Container, s *runtimeapi.ContainerStats,
-	cg *cgroupFS, podCgroup, podLogDir string, sizes *fsCache) statsapi.ContainerStats {
+func (p *Provider) containerStats(now metav1.Time, pod *v1.Pod, c *runtimeapi.Container, s *runtimeapi.ContainerStats,
+	cg *cgroupFS, podCgroup string) statsapi.ContainerStats {
 	name := c.GetMetadata().GetName()
 	out := statsapi.ContainerStats{
 		Name:      name,
@@ -199,20 +238,28 @@ func (p *Provider) containerStats(ctx context.Context, now metav1.Time, pod *v1.
 			out.Memory = m.toStats(now)
 		}
 	}
+	return out
+}
+
+// containerFs adds the container's writable layer and logs to out.
+func (p *Provider) containerFs(ctx context.Context, now metav1.Time, out *statsapi.ContainerStats, pod *v1.Pod, s *runtimeapi.ContainerStats, sizes *fsCache) {
 	if wl := s.GetWritableLayer(); wl != nil {
 		out.Rootfs = runtimeFs(wl, sizes.get(wl.GetFsId().GetMountpoint()), now)
 	}
-	if safeName(name) {
-		if u, err := walkDir(ctx, filepath.Join(podLogDir, name)); err != nil {
-			p.warn("container log usage unknown", err, "pod", podKey(pod), "container", name)
-		} else {
-			if u.Skipped > 0 {
-				p.log.Debug("container logs partly unreadable", "pod", podKey(pod), "container", name, "skipped", u.Skipped)
-			}
-			out.Logs = usageOn(sizes.get(p.opts.PodLogsDir), u, now)
-		}
+	name := out.Name
+	if !safeName(name) {
+		return
 	}
-	return out
+	dir := filepath.Join(kuberuntime.PodLogsDirectory(p.opts.PodLogsDir, pod), name)
+	u, err := walkDir(ctx, dir)
+	if err != nil {
+		p.warn("container log usage unknown", err, "pod", podKey(pod), "container", name)
+		return
+	}
+	if u.Skipped > 0 {
+		p.log.Debug("container logs partly unreadable", "pod", podKey(pod), "container", name, "skipped", u.Skipped)
+	}
+	out.Logs = usageOn(sizes.get(p.opts.PodLogsDir), u, now)
 }
 
 // volumeStats measures the pod's emptyDir volumes, on disk or in memory,

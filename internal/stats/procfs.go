@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -99,4 +100,45 @@ func parseLoadavgTasks(file, s string) (int64, error) {
 		return 0, fmt.Errorf("read %s: %w", file, err)
 	}
 	return n, nil
+}
+
+// machineFacts are the machine's facts that do not change while berth
+// runs, read once: the number of logical CPUs, counted from cpuinfo's
+// "processor" lines as cAdvisor counts them (the machine's, whatever
+// berth's own CPU affinity), and its identity.
+type machineFacts struct {
+	once sync.Once
+	info MachineInfo
+}
+
+func (m *machineFacts) get(procFS string) MachineInfo {
+	m.once.Do(func() {
+		if data, err := os.ReadFile(filepath.Join(procFS, "cpuinfo")); err == nil {
+			m.info.Cores = countProcessors(data)
+		}
+		m.info.BootID = firstLine(filepath.Join(procFS, "sys", "kernel", "random", "boot_id"))
+		m.info.MachineID = firstLine("/etc/machine-id")
+		m.info.SystemUUID = firstLine("/sys/class/dmi/id/product_uuid")
+	})
+	return m.info
+}
+
+// firstLine is a one-line file's content, "" when it cannot be read.
+func firstLine(file string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return strings.TrimSpace(line)
+}
+
+func countProcessors(data []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, _, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "processor" {
+			n++
+		}
+	}
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -66,6 +67,10 @@ type Provider struct {
 	// sysinfoProcs is sysinfo(2)'s task count, the fallback when loadavg
 	// cannot be read.
 	sysinfoProcs func() (int64, error)
+
+	machine machineFacts
+	mu      sync.Mutex
+	last    *Snapshot // the newest reading, for Recent
 }
 
 // New returns a Provider.
@@ -95,8 +100,17 @@ func New(opts Options) *Provider {
 // Get returns the node's and the active pods' statistics. Only the node's
 // memory and filesystem are essential (eviction cannot work without them):
 // if either cannot be read, Get fails and names the file. Anything else
-// that cannot be read is logged and its field left nil.
+// that cannot be read is logged and its field left nil. The reading is
+// kept for Recent.
 func (p *Provider) Get(ctx context.Context) (*statsapi.Summary, error) {
+	s, err := p.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Summary, nil
+}
+
+func (p *Provider) read(ctx context.Context) (*Snapshot, error) {
 	now := metav1.NewTime(p.opts.Clock.Now())
 	cg, cgErr := detectCgroupFS(p.opts.CgroupFS)
 	mem, err := p.nodeMemory(cg, cgErr)
@@ -135,7 +149,19 @@ func (p *Provider) Get(ctx context.Context) (*statsapi.Summary, error) {
 	if cgErr == nil {
 		c = &cg
 	}
-	return &statsapi.Summary{Node: node, Pods: p.podStats(ctx, now, c, nodefs, sizes)}, nil
+	pods := p.podStats(ctx, now, c, nodefs, sizes)
+	snap := &Snapshot{
+		Time:       now.Time,
+		Summary:    &statsapi.Summary{Node: node, Pods: pods.pods},
+		Containers: pods.containers,
+		Sandboxes:  pods.sandboxes,
+		Machine:    p.machine.get(p.opts.ProcFS),
+	}
+	if mem.Limit != nil {
+		snap.Machine.MemoryBytes = *mem.Limit
+	}
+	p.keep(snap)
+	return snap, nil
 }
 
 // podsContainer is the "pods" system container: the cgroup that holds
