@@ -200,7 +200,7 @@ func TestFailure(t *testing.T) {
 // only logged.
 func TestReporterLogger(t *testing.T) {
 	var got []string
-	r := &reporter{kind: "serving"}
+	r := &reporter{kind: "serving", log: slog.New(slog.DiscardHandler)}
 	log := r.logger(slog.New(slog.DiscardHandler)).WithName("x").WithValues("k", "v")
 	log.Error(errors.New("certificate signing request is denied, reason: R, message: M"), "Certificate request was not signed")
 	r.SetRecorderForTest(func(eventType, reason, message string) { got = append(got, eventType+" "+reason) })

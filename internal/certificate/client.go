@@ -70,7 +70,7 @@ type Client struct {
 // credentials); a kubeconfig given without bootstrap is rotated from its
 // own certificate. Nothing is sent before Run.
 func NewClient(o Options) (*Client, error) {
-	c := &Client{rotate: o.Rotate, clock: o.Clock, log: o.Log, reporter: &reporter{kind: "client"}}
+	c := &Client{rotate: o.Rotate, clock: o.Clock, log: o.Log, reporter: &reporter{kind: "client", log: o.Log}}
 	store, err := certificate.NewFileStoreWithLogger(c.reporter.logger(o.Log), "kubelet-client", o.CertDir, o.CertDir, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("client certificate store in %s: %w", o.CertDir, err)

@@ -52,6 +52,7 @@ func failure(kind, msg string, err error) (reason, message string, ok bool) {
 // until a recorder is set they are only logged.
 type reporter struct {
 	kind   string
+	log    *slog.Logger
 	record atomic.Pointer[func(eventType, reason, message string)]
 }
 
@@ -60,6 +61,7 @@ func (r *reporter) report(msg string, err error) {
 	if !ok {
 		return
 	}
+	r.log.Warn(message, "reason", reason)
 	if rec := r.record.Load(); rec != nil {
 		(*rec)(v1.EventTypeWarning, reason, message)
 	}

@@ -42,8 +42,8 @@ type Serving struct {
 // NewServing makes the serving certificate manager (the kubelet's
 // NewKubeletServerCertificateManager). Nothing is requested before Run.
 func NewServing(o ServingOptions) (*Serving, error) {
-	r := &reporter{kind: "serving"}
 	log := o.Log.With("certificate", "serving")
+	r := &reporter{kind: "serving", log: log}
 	store, err := certificate.NewFileStoreWithLogger(r.logger(log), "kubelet-server", o.CertDir, o.CertDir, o.CertFile, o.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate store in %s: %w", o.CertDir, err)
