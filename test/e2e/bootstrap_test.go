@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -358,5 +359,48 @@ func checkDeniedCSR(t *testing.T, client kubernetes.Interface, b *bootstrapNode)
 	waitNodeReady(t, client, b.name, true, 2*time.Minute)
 	if _, err := os.Stat(filepath.Join(b.root, "pki", "kubelet-client-current.pem")); err != nil {
 		t.Errorf("node %s: no client certificate after approval: %v", b.name, err)
+	}
+}
+
+// TestBootstrapInvalidKubeconfig: a bootstrap kubeconfig that is missing or
+// lacks a field stops berth at start-up with an error naming the file and
+// the field, and nothing is written in place of the kubeconfig.
+func TestBootstrapInvalidKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	noToken := filepath.Join(dir, "no-token.conf")
+	if err := os.WriteFile(noToken, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: kubernetes
+  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: Zm9v}
+users:
+- name: tls-bootstrap-token-user
+  user: {}
+contexts:
+- name: bootstrap
+  context: {cluster: kubernetes, user: tls-bootstrap-token-user}
+current-context: bootstrap
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "missing.conf"), "bootstrap kubeconfig " + filepath.Join(dir, "missing.conf")},
+		{noToken, "bootstrap kubeconfig " + noToken + ": users[tls-bootstrap-token-user].token: not set"},
+	} {
+		root := t.TempDir()
+		kubeconfig := filepath.Join(root, "kubelet.conf")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, filepath.Join(bins, "berth"), "run",
+			"--root-dir", root, "--node-name", "boot-invalid",
+			"--read-only-port", "0", "--port", "0",
+			"--pod-cidr", "10.221.40.0/24", "--cni-bridge", "be2ebad0",
+			"--bootstrap-kubeconfig", tc.path, "--kubeconfig", kubeconfig).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("berth with bootstrap kubeconfig %s: err %v, output:\n%s\nwant it to name %q", tc.path, err, out, tc.want)
+		}
+		if _, err := os.Stat(kubeconfig); err == nil {
+			t.Errorf("a kubeconfig was written from the invalid %s", tc.path)
+		}
 	}
 }
