@@ -269,23 +269,46 @@ func TestRotated(t *testing.T) {
 	}
 }
 
-// The rotation's check runs on the injected clock: a new certificate closes
-// the connections once, at the next tick.
-func TestRotationRunFollowsTheCertificate(t *testing.T) {
+// The rotation's check runs on the injected clock: once the certificate
+// changes, the connections made with the old one are closed at the next
+// check, and new ones may be made.
+func TestRotationRunClosesOldConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
 	clk := clocktesting.NewFakeClock(t0)
+	first := &tls.Certificate{Leaf: &x509.Certificate{NotAfter: t0.Add(time.Hour)}}
+	second := &tls.Certificate{Leaf: &x509.Certificate{NotAfter: t0.Add(2 * time.Hour)}}
 	var cur atomicCert
+	cur.store(first)
 	r := &rotation{current: cur.load, log: slog.New(slog.DiscardHandler), dialer: newTestDialer()}
+	r.last.Store(first)
+	conn, err := r.dialer.DialContext(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.run(ctx, clk) }()
-	leaf := &x509.Certificate{NotAfter: t0.Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	first := &tls.Certificate{Leaf: leaf}
-	cur.store(first)
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
+	defer func() { cancel(); <-done }()
+	waitFor(t, clk.HasWaiters)
+	clk.Step(rotationCheckPeriod) // nothing changed: the connection stays
+	cur.store(second)
+	waitFor(t, clk.HasWaiters)
+	clk.Step(rotationCheckPeriod)
+	waitFor(t, func() bool { return r.last.Load() == second })
+	if _, err := conn.Write([]byte("x")); err == nil {
+		t.Error("the connection made with the old certificate is still open")
 	}
-	clk.Step(firstCertPeriod)
-	waitFor(t, func() bool { return r.last.Load() == first })
-	cancel()
-	<-done
 }

@@ -218,6 +218,24 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("node %s after the rotation: ready %v, err %v", a.name, n != nil && nodeReady(n), err)
 	}
 	checkPodUndisturbed(t, client, pod)
+
+	// Restarted, berth uses the kubeconfig it wrote (its certificate is
+	// good): no second bootstrap, and the pod is adopted untouched.
+	a.stop()
+	a.start()
+	restartedAt := time.Now()
+	waitFor(t, time.Minute, "a Lease renewal after the restart", func() (bool, string) {
+		l, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), a.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.RenewTime.After(restartedAt), "renewed at " + l.Spec.RenewTime.String()
+	})
+	if n := strings.Count(a.berthLog(), "bootstrapping the client certificate"); n != 1 {
+		t.Errorf("berth bootstrapped %d times; want once, the restart using the kubeconfig it wrote", n)
+	}
+	waitNodeReady(t, client, a.name, true, time.Minute)
+	checkPodUndisturbed(t, client, pod)
 }
 
 // checkBootstrapKubeconfig: the kubeconfig berth wrote points at its file
