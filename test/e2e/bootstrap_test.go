@@ -375,6 +375,16 @@ func checkDeniedCSR(t *testing.T, client kubernetes.Interface, b *bootstrapNode)
 		t.Errorf("the CSR approved (%s) is the one denied", approved[0])
 	}
 	waitNodeReady(t, client, b.name, true, 2*time.Minute)
+	// The event waited for the node's credentials, then reached the API
+	// server.
+	waitFor(t, time.Minute, "the denied CSR's event in the API server", func() (bool, string) {
+		list, err := client.CoreV1().Events(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + b.name + ",reason=CertificateSigningRequestDenied"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) > 0, "none"
+	})
 	if _, err := os.Stat(filepath.Join(b.root, "pki", "kubelet-client-current.pem")); err != nil {
 		t.Errorf("node %s: no client certificate after approval: %v", b.name, err)
 	}
