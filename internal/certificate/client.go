@@ -71,6 +71,14 @@ type Client struct {
 // own certificate. Nothing is sent before Run.
 func NewClient(o Options) (*Client, error) {
 	c := &Client{rotate: o.Rotate, clock: o.Clock, log: o.Log, reporter: &reporter{kind: "client", log: o.Log}}
+	if o.BootstrapPath == "" && !o.Rotate {
+		rc, err := clientcmd.BuildConfigFromFlags("", o.KubeconfigPath)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", o.KubeconfigPath, err)
+		}
+		c.Config = rc
+		return c, nil
+	}
 	store, err := certificate.NewFileStoreWithLogger(c.reporter.logger(o.Log), "kubelet-client", o.CertDir, o.CertDir, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("client certificate store in %s: %w", o.CertDir, err)
@@ -120,7 +128,7 @@ func clientConfigs(o Options, pemPath string) (user, bootstrap *rest.Config, err
 	}
 	user, err = clientcmd.BuildConfigFromFlags("", o.KubeconfigPath)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %s: %w", o.KubeconfigPath, err)
+		return nil, nil, fmt.Errorf("--kubeconfig %s: %w", o.KubeconfigPath, err)
 	}
 	return user, nil, nil
 }
