@@ -62,6 +62,7 @@ func run(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	recorder := events.NewRecorder(clock.RealClock{}, "berth", cfg.NodeName)
 	if claimed.cluster != nil {
 		recorder.SetSink(claimed.cluster.events.Put)
+		claimed.cluster.setRecorder(recorder.NodeEvent)
 	}
 	rt, err := noderuntime.Start(ctx, noderuntime.Options{
 		Config: cfg, Metrics: claimed.registry, Record: recorder.NodeEvent, Log: log})

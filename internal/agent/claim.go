@@ -67,7 +67,7 @@ func claim(ctx context.Context, cfg *config.Config, log *slog.Logger) (_ *claime
 		if c.cluster != nil {
 			client = c.cluster.client
 		}
-		if c.secureAuth, err = server.LoadSecureAuth(cfg, client, time.Now(), log); err != nil {
+		if c.secureAuth, err = server.LoadSecureAuth(cfg, client, c.cluster.servingCertificate(), time.Now(), log); err != nil {
 			return nil, err
 		}
 	}

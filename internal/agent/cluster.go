@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -18,15 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/internal/certificate"
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/eventsink"
 	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/nodestatus"
 	"github.com/berth-dev/berth/internal/podsource"
+	"github.com/berth-dev/berth/internal/server"
 	"github.com/berth-dev/berth/internal/statussync"
 )
 
@@ -52,6 +54,11 @@ type clusterNode struct {
 	factory informers.SharedInformerFactory
 	pods    *podsource.APIServer
 	events  *eventsink.Sink
+	// certs is the client certificate (bootstrapped, rotated, or the
+	// kubeconfig's as it is); serving the secure API's with
+	// serverTLSBootstrap, else nil.
+	certs   *certificate.Client
+	serving *certificate.Serving
 	// nodeIP is the Node's InternalIP.
 	nodeIP string
 	// Set by build: updater keeps the Node, syncer the pods' statuses,
@@ -72,10 +79,19 @@ func newClusterNode(cfg *config.Config, registry prometheus.Registerer, log *slo
 	if !cfg.Cluster.Enabled() {
 		return nil, nil
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Cluster.KubeconfigPath)
+	certs, err := certificate.NewClient(certificate.Options{
+		KubeconfigPath: cfg.Cluster.KubeconfigPath,
+		BootstrapPath:  cfg.Cluster.BootstrapKubeconfigPath,
+		CertDir:        filepath.Join(cfg.RootDir, server.PKIDirName),
+		NodeName:       cfg.NodeName,
+		Rotate:         cfg.Cluster.RotateCertificates,
+		Clock:          clock.RealClock{},
+		Log:            log.With("component", "certificates"),
+	})
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Cluster.KubeconfigPath, err)
+		return nil, err
 	}
+	rc := certs.Config
 	rc.QPS, rc.Burst = clusterQPS, clusterBurst
 	rc.UserAgent = "berth/" + cfg.BuildVersion + " (" + goruntime.GOOS + "/" + goruntime.GOARCH + ")"
 	requests, err := newAPIRequests(registry)
@@ -100,8 +116,40 @@ func newClusterNode(cfg *config.Config, registry prometheus.Registerer, log *slo
 	if nodeIP == "" {
 		nodeIP = network.HostIP()
 	}
-	return &clusterNode{cfg: cfg, log: log.With("component", "cluster"), client: client, factory: factory,
-		pods: pods, events: eventsink.New(client, log.With("component", "events")), nodeIP: nodeIP}, nil
+	c := &clusterNode{cfg: cfg, log: log.With("component", "cluster"), client: client, factory: factory,
+		pods: pods, events: eventsink.New(client, log.With("component", "events")), nodeIP: nodeIP, certs: certs}
+	if cfg.Cluster.ServerTLSBootstrap {
+		c.serving, err = certificate.NewServing(certificate.ServingOptions{
+			CertDir:   filepath.Join(cfg.RootDir, server.PKIDirName),
+			NodeName:  cfg.NodeName,
+			Addresses: func() []v1.NodeAddress { return c.identity().Addresses },
+			CertFile:  cfg.Serving.TLSCertFile,
+			KeyFile:   cfg.Serving.TLSPrivateKeyFile,
+			Client:    client,
+			Log:       log.With("component", "certificates"),
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// setRecorder makes the certificates' failures node events.
+func (c *clusterNode) setRecorder(record func(eventType, reason, message string)) {
+	c.certs.SetRecorder(record)
+	if c.serving != nil {
+		c.serving.SetRecorder(record)
+	}
+}
+
+// servingCertificate is the secure API's GetCertificate with
+// serverTLSBootstrap, else nil.
+func (c *clusterNode) servingCertificate() server.GetCertificate {
+	if c == nil || c.serving == nil {
+		return nil
+	}
+	return c.serving.GetCertificate
 }
 
 // fullClock is what the lease controller (clock.Clock) and the tickers
@@ -148,9 +196,19 @@ func (c *clusterNode) build(clk fullClock, d clusterDeps, out chan<- podsource.S
 	c.out = out
 }
 
-// Run runs the cluster's parts (see clusterNode); build first.
+// Run runs the cluster's parts (see clusterNode); build first. Nothing is
+// sent with the node's identity before it has a client certificate; the
+// serving certificate is requested with it.
 func (c *clusterNode) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.certs.Run(ctx) })
+	if err := c.certs.Wait(ctx); err != nil {
+		return
+	}
+	if c.serving != nil {
+		wg.Go(func() { c.serving.Run(ctx) })
+	}
 	wg.Go(func() { c.updater.Run(ctx) })
 	wg.Go(func() { c.heartbeat.Run(ctx) })
 	wg.Go(func() { c.events.Run(ctx) })
@@ -161,7 +219,6 @@ func (c *clusterNode) Run(ctx context.Context) {
 		<-ctx.Done()
 		c.factory.Shutdown()
 	})
-	wg.Wait()
 }
 
 // ownLease makes the Node the owner of its Lease, so that deleting the

@@ -20,6 +20,17 @@ type Cluster struct {
 	// KubeconfigPath is the kubeconfig berth reaches the API server with
 	// (--kubeconfig); empty means standalone.
 	KubeconfigPath string
+	// BootstrapKubeconfigPath is --bootstrap-kubeconfig (a flag only, as
+	// the kubelet's): the API server, its CA and a bootstrap token, to
+	// request a client certificate with when KubeconfigPath is missing or
+	// its certificate cannot be used; KubeconfigPath is then written.
+	BootstrapKubeconfigPath string
+	// RotateCertificates renews the client certificate before it expires
+	// (rotateCertificates, --rotate-certificates).
+	RotateCertificates bool
+	// ServerTLSBootstrap gets the secure API's certificate from a
+	// kubelet-serving CSR and renews it (serverTLSBootstrap).
+	ServerTLSBootstrap bool
 	// RegisterNode creates the Node object when it does not exist
 	// (registerNode).
 	RegisterNode bool
@@ -69,6 +80,8 @@ func defaultCluster() Cluster {
 
 const (
 	flagKubeconfig                = "kubeconfig"
+	flagBootstrapKubeconfig       = "bootstrap-kubeconfig"
+	flagRotateCertificates        = "rotate-certificates"
 	flagRegisterNode              = "register-node"
 	flagRegisterWithTaints        = "register-with-taints"
 	flagNodeLabels                = "node-labels"
@@ -77,6 +90,8 @@ const (
 	flagNodeStatusUpdateFrequency = "node-status-update-frequency"
 
 	nameKubeconfig                = "--" + flagKubeconfig
+	nameBootstrapKubeconfig       = "--" + flagBootstrapKubeconfig
+	nameServerTLSBootstrap        = "serverTLSBootstrap"
 	nameRegisterWithTaints        = "registerWithTaints (--" + flagRegisterWithTaints + ")"
 	nameNodeLabels                = "--" + flagNodeLabels
 	nameNodeIP                    = "--" + flagNodeIP
@@ -87,6 +102,8 @@ const (
 
 func addClusterFlags(fs *pflag.FlagSet) {
 	fs.String(flagKubeconfig, "", "kubeconfig of the API server to join as a Node; empty runs standalone")
+	fs.String(flagBootstrapKubeconfig, "", "kubeconfig with the API server, its CA and a bootstrap token: when --kubeconfig is missing or its certificate cannot be used, berth requests a client certificate with it and writes --kubeconfig")
+	fs.Bool(flagRotateCertificates, false, "renew the client certificate from the API server before it expires")
 	fs.Bool(flagRegisterNode, true, "create the Node object in the API server when it does not exist")
 	fs.StringSlice(flagRegisterWithTaints, nil, "taints the Node registers with, key=value:Effect, comma-separated")
 	fs.StringToString(flagNodeLabels, nil, "labels added to the Node at registration, key=value, comma-separated")
@@ -101,6 +118,12 @@ func applyClusterFile(c *Cluster, kc *kubeletconfigv1beta1.KubeletConfiguration,
 	}
 	if set["registerWithTaints"] {
 		c.RegisterWithTaints = kc.RegisterWithTaints
+	}
+	if kc.RotateCertificates {
+		c.RotateCertificates = true
+	}
+	if kc.ServerTLSBootstrap {
+		c.ServerTLSBootstrap = true
 	}
 	if kc.ProviderID != "" {
 		c.ProviderID = kc.ProviderID
@@ -119,6 +142,8 @@ func applyClusterFile(c *Cluster, kc *kubeletconfigv1beta1.KubeletConfiguration,
 func applyClusterFlags(c *Cluster, fs *pflag.FlagSet) []error {
 	errs := []error{
 		override(fs, flagKubeconfig, fs.GetString, &c.KubeconfigPath),
+		override(fs, flagBootstrapKubeconfig, fs.GetString, &c.BootstrapKubeconfigPath),
+		override(fs, flagRotateCertificates, fs.GetBool, &c.RotateCertificates),
 		override(fs, flagRegisterNode, fs.GetBool, &c.RegisterNode),
 		override(fs, flagProviderID, fs.GetString, &c.ProviderID),
 		override(fs, flagNodeIP, fs.GetString, &c.NodeIP),
@@ -127,12 +152,14 @@ func applyClusterFlags(c *Cluster, fs *pflag.FlagSet) []error {
 	}
 	// berth may change directory later (it never does today); a relative
 	// kubeconfig is the caller's, so pin it now.
-	if c.KubeconfigPath != "" && !filepath.IsAbs(c.KubeconfigPath) {
-		abs, err := filepath.Abs(c.KubeconfigPath)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", nameKubeconfig, err))
+	for name, path := range map[string]*string{nameKubeconfig: &c.KubeconfigPath, nameBootstrapKubeconfig: &c.BootstrapKubeconfigPath} {
+		if *path != "" && !filepath.IsAbs(*path) {
+			abs, err := filepath.Abs(*path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			*path = abs
 		}
-		c.KubeconfigPath = abs
 	}
 	if fs.Changed(flagRegisterWithTaints) {
 		specs, _ := fs.GetStringSlice(flagRegisterWithTaints)
@@ -175,6 +202,12 @@ func (c *Config) validateCluster() []error {
 	}
 	if cl.NodeLeaseDurationSeconds <= 0 {
 		bad(nameNodeLeaseDurationSeconds, "%d must be positive", cl.NodeLeaseDurationSeconds)
+	}
+	if cl.BootstrapKubeconfigPath != "" && cl.KubeconfigPath == "" {
+		bad(nameBootstrapKubeconfig, "needs %s: the file berth writes once it has its client certificate", nameKubeconfig)
+	}
+	if cl.ServerTLSBootstrap && cl.KubeconfigPath == "" {
+		bad(nameServerTLSBootstrap, "needs %s: the serving certificate is requested from the API server", nameKubeconfig)
 	}
 	if cl.NodeIP != "" && net.ParseIP(cl.NodeIP) == nil {
 		bad(nameNodeIP, "%q is not an IP address", cl.NodeIP)

@@ -137,7 +137,7 @@ func honoured(field string) bool {
 		"serializeImagePulls", "maxParallelImagePulls",
 		"registerNode", "registerWithTaints", "providerID", "nodeStatusUpdateFrequency",
 		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization",
-		"allowedUnsafeSysctls",
+		"allowedUnsafeSysctls", "rotateCertificates", "serverTLSBootstrap",
 		"failSwapOn", "memorySwap", "singleProcessOOMKill":
 		return true
 	}
@@ -352,6 +352,8 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.RegisterNode = &cl.RegisterNode
 	kc.RegisterWithTaints = cl.RegisterWithTaints
 	kc.ProviderID = cl.ProviderID
+	kc.RotateCertificates = cl.RotateCertificates
+	kc.ServerTLSBootstrap = cl.ServerTLSBootstrap
 	kc.NodeStatusUpdateFrequency = metav1.Duration{Duration: cl.NodeStatusUpdateFrequency}
 	kc.NodeStatusReportFrequency = metav1.Duration{Duration: cl.NodeStatusReportFrequency}
 	kc.NodeLeaseDurationSeconds = cl.NodeLeaseDurationSeconds

@@ -32,35 +32,28 @@ type SecureAuth struct {
 
 // LoadSecureAuth reads the secure API's certificate and credentials. client
 // is the API server's clientset in cluster mode (for TokenReviews and
-// SubjectAccessReviews), nil standalone.
-func LoadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Time, log *slog.Logger) (*SecureAuth, error) {
+// SubjectAccessReviews), nil standalone. bootstrapped, when not nil, is
+// where the serving certificate comes from (serverTLSBootstrap): it fails
+// until one is issued, and the handshake with it, as the kubelet's does.
+func LoadSecureAuth(cfg *config.Config, client kubernetes.Interface, bootstrapped GetCertificate,
+	now time.Time, log *slog.Logger) (*SecureAuth, error) {
 	s := cfg.Serving
-	var (
-		cert *pki.Serving
-		err  error
-	)
-	if s.TLSCertFile != "" {
-		cert, err = pki.Load(s.TLSCertFile, s.TLSPrivateKeyFile)
-	} else {
-		cert, err = pki.SelfSigned(filepath.Join(cfg.RootDir, PKIDirName), cfg.NodeName, servingIPs(cfg.Address), now)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("secure API: %w", err)
-	}
-	if cert.Replaced != "" {
-		log.Warn("the self-signed serving certificate could not be used; moved it aside and made a new one", "why", cert.Replaced)
-	}
-	if cert.SelfSigned {
-		log.Info("the secure API serves a self-signed certificate: pin its fingerprint, or trust the CA in its file",
-			"fingerprint", "SHA256:"+cert.Fingerprint(), "certFile", cert.CertFile)
-	}
 	tlsConfig := &tls.Config{
-		Certificates: []tls.Certificate{cert.Certificate},
-		MinVersion:   tls.VersionTLS12,
+		MinVersion: tls.VersionTLS12,
 		// exec and attach upgrade an HTTP/1.1 connection; HTTP/2 has no
 		// such upgrade.
 		NextProtos: []string{"http/1.1"},
 	}
+	if bootstrapped != nil {
+		tlsConfig.GetCertificate = bootstrapped
+	} else {
+		cert, err := loadServing(cfg, now, log)
+		if err != nil {
+			return nil, err
+		}
+		tlsConfig.Certificates = []tls.Certificate{cert.Certificate}
+	}
+	var err error
 	if s.ClientCAFile != "" {
 		pool, err := certutil.NewPool(s.ClientCAFile)
 		if err != nil {
@@ -91,6 +84,35 @@ func LoadSecureAuth(cfg *config.Config, client kubernetes.Interface, now time.Ti
 		return nil, fmt.Errorf("secure API: %w", err)
 	}
 	return &SecureAuth{TLS: tlsConfig, Auth: gate}, nil
+}
+
+// GetCertificate is tls.Config's GetCertificate.
+type GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+
+// loadServing reads the configured serving certificate, or berth's
+// self-signed one.
+func loadServing(cfg *config.Config, now time.Time, log *slog.Logger) (*pki.Serving, error) {
+	s := cfg.Serving
+	var (
+		cert *pki.Serving
+		err  error
+	)
+	if s.TLSCertFile != "" {
+		cert, err = pki.Load(s.TLSCertFile, s.TLSPrivateKeyFile)
+	} else {
+		cert, err = pki.SelfSigned(filepath.Join(cfg.RootDir, PKIDirName), cfg.NodeName, servingIPs(cfg.Address), now)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secure API: %w", err)
+	}
+	if cert.Replaced != "" {
+		log.Warn("the self-signed serving certificate could not be used; moved it aside and made a new one", "why", cert.Replaced)
+	}
+	if cert.SelfSigned {
+		log.Info("the secure API serves a self-signed certificate: pin its fingerprint, or trust the CA in its file",
+			"fingerprint", "SHA256:"+cert.Fingerprint(), "certFile", cert.CertFile)
+	}
+	return cert, nil
 }
 
 // servingIPs are the addresses a self-signed certificate is valid for:

@@ -141,6 +141,9 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, etcd string, f pkiFil
 		"--client-ca-file=" + c.clientCA.certFile,
 		"--token-auth-file=" + f.tokens,
 		"--authorization-mode=Node,RBAC",
+		// Nodes join with bootstrap tokens (BootstrapKubeconfig), as
+		// kubeadm's apiserver lets them.
+		"--enable-bootstrap-token-auth",
 		"--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=true",
 		"--service-cluster-ip-range=" + serviceCIDR,
@@ -210,6 +213,9 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, kubeconfig st
 		"--node-monitor-period=2s",
 		"--node-monitor-grace-period="+c.opts.NodeMonitorGracePeriod.String(),
 	)
+	if c.opts.ClusterSigningDuration > 0 {
+		args = append(args, "--cluster-signing-duration="+c.opts.ClusterSigningDuration.String())
+	}
 	p, err := c.run("kube-controller-manager", c.bins.ControllerManager, append(args, c.opts.ControllerManagerArgs...)...)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,11 @@ type Options struct {
 	// nodes' serving certificates with when it calls their port 10250.
 	// Empty leaves them unverified: berth nodes serve self-signed ones.
 	KubeletCertificateAuthority string
+	// ClusterSigningDuration is the lifetime of the certificates the
+	// controller-manager signs for CSRs (--cluster-signing-duration):
+	// short ones make nodes rotate theirs within a test. Default: the
+	// controller-manager's (a year).
+	ClusterSigningDuration time.Duration
 	// Extra flags for each component, after (so overriding) the harness's.
 	APIServerArgs, ControllerManagerArgs, SchedulerArgs []string
 }
@@ -117,6 +122,9 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	}
 	if _, err := c.startScheduler(ctx, schedConfig); err != nil {
 		return err
+	}
+	if err := c.bootstrapRBAC(ctx); err != nil {
+		return fmt.Errorf("bootstrap RBAC: %w", err)
 	}
 	// The controller-manager is healthy long before its controllers have
 	// done anything; this proves they can act, with their own credentials.
