@@ -154,8 +154,14 @@ func TestDNSConfigRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		root := t.TempDir()
+		// A berth that starts all the same (one that does not know the
+		// options) runs on its own cgroup root, CIDR and bridge, and the
+		// containerd it leaves when killed is stopped.
+		cgroupRoot := fmt.Sprintf("/berth-e2e-%08x", rand.Uint32())
+		t.Cleanup(func() { killLeftovers(t, root); removeCgroups(t, cgroupRoot) })
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		args := append([]string{"run", "--root-dir", root, "--read-only-port", "0",
+			"--cgroup-root", cgroupRoot, "--pod-cidr", dnsTestCIDR(), "--cni-bridge", fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
 			"--pause-binary", filepath.Join(bins, "berth-pause")}, tt.args...)
 		out, err := exec.CommandContext(ctx, filepath.Join(bins, "berth"), args...).CombinedOutput()
 		cancel()
