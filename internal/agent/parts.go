@@ -218,6 +218,10 @@ func (p *parts) buildWorkers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The kubelet checks the node's resolv.conf once, as its sync loop starts.
+	if msg := kuberuntime.ResolvConfLimitWarning(p.cfg.DNS.ResolvConf, p.cfg.DNS.ClusterDomain); msg != "" {
+		p.recorder.NodeEvent(v1.EventTypeWarning, kuberuntime.ReasonCheckLimitsForResolvConf, msg)
+	}
 	p.workers = newPodWorkers(ctx, deps, p.link)
 	c := p.claimed.cluster
 	p.sources = newPodSources(p.cfg.StaticPodPath, p.cfg.NodeName, p.cfg.FileCheckFrequency, p.claimed.store,

@@ -297,3 +297,38 @@ func omitDuplicates(in []string) []string {
 	}
 	return out
 }
+
+// ReasonCheckLimitsForResolvConf is the reason of the node warning about a
+// resolv.conf whose search line pods cannot take whole.
+const ReasonCheckLimitsForResolvConf = "CheckLimitsForResolvConf"
+
+// ResolvConfLimitWarning is the kubelet's CheckLimitsForResolvConf, which
+// it runs once as its sync loop starts: why the node's resolv.conf would
+// have pods' search lines cut (or cannot be read), or "" when it is fine.
+// Three search domains are kept for the cluster's when there is a cluster
+// domain.
+func ResolvConfLimitWarning(resolvConfPath, clusterDomain string) string {
+	if resolvConfPath == "" {
+		return ""
+	}
+	host, err := HostDNSConfig(resolvConfPath)
+	if err != nil {
+		return err.Error()
+	}
+	limit := maxDNSSearchPaths
+	if clusterDomain != "" {
+		limit -= 3
+	}
+	if len(host.Searches) > limit {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line consisting of more than %d domains!", resolvConfPath, limit)
+	}
+	for _, s := range host.Searches {
+		if len(s) > maxDNSSearchPathLen {
+			return fmt.Sprintf("Resolv.conf file %q contains a search path which length is more than allowed %d chars!", resolvConfPath, maxDNSSearchPathLen)
+		}
+	}
+	if len(strings.Join(host.Searches, " ")) > maxDNSSearchListChars {
+		return fmt.Sprintf("Resolv.conf file '%s' contains search line which length is more than allowed %d chars!", resolvConfPath, maxDNSSearchListChars)
+	}
+	return ""
+}

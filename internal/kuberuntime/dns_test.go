@@ -1,6 +1,7 @@
 package kuberuntime
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -274,5 +275,44 @@ func TestFitSearches(t *testing.T) {
 				t.Errorf("warning %+v, want %q", w, tt.message)
 			}
 		})
+	}
+}
+
+// The kubelet's CheckLimitsForResolvConf messages.
+func TestResolvConfLimitWarning(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, searches []string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte("nameserver 10.0.0.1\nsearch "+strings.Join(searches, " ")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	domains := func(n, size int) []string {
+		var out []string
+		for i := 0; i < n; i++ {
+			out = append(out, fmt.Sprintf("%0*d", size, i))
+		}
+		return out
+	}
+	ok := write("ok", domains(29, 5))
+	thirty := write("thirty", domains(30, 5))
+	long := write("long", []string{"a", strings.Repeat("b", 254)})
+	wide := write("wide", domains(10, 250))
+	tests := []struct {
+		path, domain, want string
+	}{
+		{path: "", want: ""},
+		{path: ok, domain: "cluster.local", want: ""},
+		{path: thirty, domain: "", want: ""},
+		{path: thirty, domain: "cluster.local", want: "Resolv.conf file '" + thirty + "' contains search line consisting of more than 29 domains!"},
+		{path: long, want: fmt.Sprintf("Resolv.conf file %q contains a search path which length is more than allowed 253 chars!", long)},
+		{path: wide, want: "Resolv.conf file '" + wide + "' contains search line which length is more than allowed 2048 chars!"},
+		{path: filepath.Join(dir, "absent"), want: "reading the node's resolver configuration: open " + filepath.Join(dir, "absent") + ": no such file or directory"},
+	}
+	for _, tt := range tests {
+		if got := ResolvConfLimitWarning(tt.path, tt.domain); got != tt.want {
+			t.Errorf("%s, %q: got %q\nwant %q", tt.path, tt.domain, got, tt.want)
+		}
 	}
 }

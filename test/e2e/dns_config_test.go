@@ -192,3 +192,38 @@ func dnsEventLines(evs []v1.Event) []string {
 	}
 	return out
 }
+
+// A node whose resolv.conf searches more domains than pods can take with
+// the cluster's three gets the kubelet's CheckLimitsForResolvConf warning
+// at start-up; a ClusterFirst pod gets the first 32 domains and a
+// DNSConfigForming warning naming the search line it got.
+func TestDNSSearchLimits(t *testing.T) {
+	var domains []string
+	for i := 1; i <= 30; i++ {
+		domains = append(domains, fmt.Sprintf("d%d.example", i))
+	}
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch "+strings.Join(domains, " ")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cidr := dnsTestCIDR()
+	n := startNode(t, "--pod-cidr", cidr, "--resolv-conf", resolv, "--cluster-dns", "10.220.0.10", "--cluster-domain", "cluster.local")
+	n.cidr = cidr
+	nodeMsg := "Resolv.conf file '" + resolv + "' contains search line consisting of more than 29 domains!"
+	waitFor(t, 30*time.Second, "the CheckLimitsForResolvConf node event", func() (bool, string) {
+		evs := n.nodeEvents()
+		return hasDNSEvent(evs, "CheckLimitsForResolvConf", nodeMsg), fmt.Sprint(dnsEventLines(evs))
+	})
+	n.writeManifest("cf.yaml", dnsPod("cf", ""))
+	pod := n.waitRunning("cf", 2*time.Minute)
+	search := append([]string{"default.svc.cluster.local", "svc.cluster.local", "cluster.local"}, domains[:29]...)
+	want := "search " + strings.Join(search, " ") + "\nnameserver 10.220.0.10\noptions ndots:5\n"
+	if got := n.exec(pod, "main", "cat", "/etc/resolv.conf"); got != want {
+		t.Errorf("/etc/resolv.conf:\n%s\nwant:\n%s", got, want)
+	}
+	podMsg := "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: " + strings.Join(search, " ")
+	waitFor(t, 30*time.Second, "the DNSConfigForming event", func() (bool, string) {
+		evs := n.apiPodEvents(pod.Name)
+		return hasDNSEvent(evs, "DNSConfigForming", podMsg), fmt.Sprint(dnsEventLines(evs))
+	})
+}
