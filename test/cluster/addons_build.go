@@ -37,22 +37,6 @@ func addonList() []addon {
 	}
 }
 
-// AddonsIn returns the addons of dir (all three binaries side by side),
-// or an error naming the first one missing or not executable.
-func AddonsIn(dir string) (Addons, error) {
-	a := Addons{
-		KubeProxy:     filepath.Join(dir, "kube-proxy"),
-		CoreDNS:       filepath.Join(dir, "coredns"),
-		MetricsServer: filepath.Join(dir, "metrics-server"),
-	}
-	for _, p := range []string{a.KubeProxy, a.CoreDNS, a.MetricsServer} {
-		if err := executable(p); err != nil {
-			return Addons{}, err
-		}
-	}
-	return a, nil
-}
-
 func executable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -65,26 +49,30 @@ func executable(p string) error {
 }
 
 // BuildAddons returns kube-proxy, CoreDNS and metrics-server, building each
-// first unless it is in its cache: $BERTH_ADDONS_BIN (a directory holding
-// all three) if set, else <repo>/bin/cluster/<name>-<hash of
-// test/cluster/tools/<name>/go.mod and go.sum>/<name>. Progress and the go
+// first unless it is in its cache: <root>/<name>-<hash of
+// test/cluster/tools/<name>/go.mod and go.sum>/<name>, where root is
+// $BERTH_ADDONS_BIN if set, else <repo>/bin/cluster (beside the control
+// plane's cache). Another worktree's root can be shared that way: a module
+// changed there gets another hash, so its own directory. Progress and the go
 // command's output go to log (nil discards them).
 func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	if dir := os.Getenv("BERTH_ADDONS_BIN"); dir != "" {
-		if a, err := AddonsIn(dir); err == nil {
-			return a, nil
-		}
-	}
 	tools, err := toolsDir(ctx)
 	if err != nil {
 		return Addons{}, err
 	}
+	root := os.Getenv("BERTH_ADDONS_BIN")
+	if root == "" {
+		root = filepath.Join(tools, "..", "..", "..", "bin", "cluster")
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return Addons{}, err
+	}
 	paths := map[string]string{}
 	for _, ad := range addonList() {
-		p, err := buildAddon(ctx, tools, ad, log)
+		p, err := buildAddon(ctx, tools, root, ad, log)
 		if err != nil {
 			return Addons{}, err
 		}
@@ -95,16 +83,13 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 
 // buildAddon returns the cached binary of ad, building it under the cache
 // directory's lock if it is not there yet.
-func buildAddon(ctx context.Context, tools string, ad addon, log io.Writer) (string, error) {
+func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer) (string, error) {
 	mod := filepath.Join(tools, ad.name)
 	key, err := ToolsHash(mod)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", ad.name, err)
 	}
-	cache, err := filepath.Abs(filepath.Join(tools, "..", "..", "..", "bin", "cluster", ad.name+"-"+key))
-	if err != nil {
-		return "", err
-	}
+	cache := filepath.Join(root, ad.name+"-"+key)
 	bin := filepath.Join(cache, ad.name)
 	if executable(bin) == nil {
 		return bin, nil
