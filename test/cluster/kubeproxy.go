@@ -151,6 +151,9 @@ func (kp *KubeProxy) Stop() error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("kube-proxy --cleanup: %w\n%s", err, out))
 		}
+		// --cleanup keeps KUBE-FIREWALL, the kubelet's once: here it is
+		// kube-proxy's, since the host had none when it started.
+		errs = append(errs, removeKubeChains(ctx))
 		if left, err := hostKubeProxyChains(ctx); err != nil || len(left) > 0 {
 			errs = append(errs, fmt.Errorf("kube-proxy --cleanup left %v (%v)", left, err))
 		}
@@ -222,4 +225,66 @@ func nftKubeProxyTables(list string) []string {
 		}
 	}
 	return tables
+}
+
+// removeKubeChains removes the KUBE-* chains (less the kubelet's) that
+// iptables and ip6tables still have, with the rules that jump to them.
+func removeKubeChains(ctx context.Context) error {
+	var errs []error
+	for _, cmd := range [][2]string{{"iptables-save", "iptables-restore"}, {"ip6tables-save", "ip6tables-restore"}} {
+		out, err := exec.CommandContext(ctx, cmd[0]).Output()
+		if err != nil {
+			continue // a host without that family's netfilter
+		}
+		script := removalScript(string(out))
+		if script == "" {
+			continue
+		}
+		restore := exec.CommandContext(ctx, cmd[1], "--noflush")
+		restore.Stdin = strings.NewReader(script)
+		if out, err := restore.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w: %s\n%s", cmd[1], err, out, script))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removalScript is an iptables-restore --noflush script that removes, from
+// iptables-save's output save, every KUBE-* chain kubeProxyChains finds and
+// every rule of another chain that jumps to one; "" when there are none.
+func removalScript(save string) string {
+	var b strings.Builder
+	for _, tb := range strings.Split(save, "\n*") {
+		tb = strings.TrimPrefix(tb, "*")
+		table, body, _ := strings.Cut(tb, "\n")
+		chains := kubeProxyChains("*" + table + "\n" + body)
+		if len(chains) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "*%s\n", table)
+		ours := map[string]bool{}
+		var names []string
+		for _, ch := range chains {
+			name := strings.TrimPrefix(ch, table+"/")
+			ours[name] = true
+			names = append(names, name)
+		}
+		for _, line := range strings.Split(body, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 || f[0] != "-A" || ours[f[1]] {
+				continue
+			}
+			if i := slices.Index(f, "-j"); i >= 0 && i+1 < len(f) && ours[f[i+1]] {
+				fmt.Fprintf(&b, "-D %s\n", strings.Join(f[1:], " "))
+			}
+		}
+		for _, ch := range names {
+			fmt.Fprintf(&b, "-F %s\n", ch)
+		}
+		for _, ch := range names {
+			fmt.Fprintf(&b, "-X %s\n", ch)
+		}
+		b.WriteString("COMMIT\n")
+	}
+	return b.String()
 }

@@ -137,12 +137,14 @@ spec:
 `, name, node, cluster.ClusterDNSIP, cluster.ClusterDomain, busybox)
 }
 
-// wgetFrom runs wget url in pod (3 s timeout) and returns the page.
+// wgetFrom runs wget url in pod (5 s at most) and returns the page.
 func wgetFrom(t *testing.T, cp *cluster.ControlPlane, pod, url string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	out, _, err := cp.Kubectl(ctx, "exec", pod, "--", "wget", "-q", "-T", "3", "-O-", url)
+	// Not wget -T: the host's busybox (Debian's 1.35, the image's) crashes
+	// with it.
+	out, _, err := cp.Kubectl(ctx, "exec", pod, "--", "timeout", "5", "wget", "-q", "-O-", url)
 	return strings.TrimSpace(out), err
 }
 
