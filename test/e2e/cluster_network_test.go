@@ -240,6 +240,37 @@ func TestClusterNetwork(t *testing.T) {
 			t.Errorf("without kube-proxy, pod %s by IP = %q, %v", other.Name, page, err)
 		}
 	})
+
+	t.Run("kube-proxy refuses to start beside chains it did not create", func(t *testing.T) {
+		checkKubeProxyRefuses(t, cp, addons, nodes[0].name)
+	})
+}
+
+// checkKubeProxyRefuses starts kube-proxy while the host has a KUBE-*
+// chain of someone else's: it must refuse, and leave that chain alone.
+func checkKubeProxyRefuses(t *testing.T, cp *cluster.ControlPlane, addons cluster.Addons, node string) {
+	const foreign = "KUBE-BERTH-E2E-FOREIGN"
+	if out, err := exec.Command("iptables", "-t", "filter", "-N", foreign).CombinedOutput(); err != nil {
+		t.Fatalf("iptables -N %s: %v: %s", foreign, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("iptables", "-t", "filter", "-X", foreign).CombinedOutput(); err != nil {
+			t.Errorf("iptables -X %s: %v: %s", foreign, err, out)
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	kp, err := cp.StartKubeProxy(ctx, addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: netClusterCIDR, NodeName: node})
+	if err == nil {
+		stopAddon(t, "kube-proxy", kp.Stop)
+		t.Fatal("kube-proxy started beside a KUBE-* chain it did not create")
+	}
+	if !strings.Contains(err.Error(), "filter/"+foreign) {
+		t.Errorf("kube-proxy's refusal = %v, want it to name filter/%s", err, foreign)
+	}
+	if err := exec.Command("iptables", "-t", "filter", "-L", foreign, "-n").Run(); err != nil {
+		t.Errorf("the foreign chain is gone after kube-proxy's refusal: %v", err)
+	}
 }
 
 // stopAddon stops an addon at the test's end, failing the test if it
