@@ -153,9 +153,10 @@ func wgetFrom(t *testing.T, cp *cluster.ControlPlane, pod, url string) (string, 
 // processes, and checks what Services and cluster DNS give a pod: from a
 // pod on each node the Service name answers, from a pod on another node
 // among others; a pod on another node answers by pod IP; kubectl top node
-// answers through metrics-server; and without CoreDNS the name no longer
+// answers through metrics-server; without CoreDNS the name no longer
 // resolves, without kube-proxy the Service no longer answers, while pod
-// IPs still do.
+// IPs still do; and kube-proxy refuses to start beside chains it did not
+// create.
 func TestClusterNetwork(t *testing.T) {
 	cp, client, addons := startNetworkControlPlane(t)
 	var nodes []*clusterNode
