@@ -93,7 +93,8 @@ func (m *MetricsServer) start(ctx context.Context, bin string) error {
 		"--kubelet-insecure-tls",
 		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--kubelet-use-node-status-port",
-		"--metric-resolution=10s",
+		"--metric-resolution=15s",
+		"--kubelet-request-timeout=5s",
 	)
 	if err != nil {
 		return err
