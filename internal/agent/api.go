@@ -45,6 +45,8 @@ type apiSource struct {
 	stats                 *stats.Provider
 	// ready keeps /node's Ready condition between requests.
 	ready readyTracker
+	// network is berth's view of the pod network (noderuntime).
+	network func() string
 }
 
 // Admission answers /pods/{namespace}/{name}/admission: how the pod was

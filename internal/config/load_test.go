@@ -70,6 +70,8 @@ func TestLoadDefaults(t *testing.T) {
 		NodeName:           "node-1.example",
 		PodCIDR:            "10.88.0.0/16",
 		CNIBridge:          "berth0",
+		CNIConfDir:         DefaultCNIConfDir,
+		CNIBinDir:          DefaultCNIBinDir,
 		PauseBinary:        "/opt/berth/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "info",

@@ -4,6 +4,8 @@
 package network
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -24,6 +26,14 @@ type Bridge struct {
 	// IPAMDir keeps host-local's leases under berth's root, so they are
 	// berth's to clean and never collide with another runtime's.
 	IPAMDir string
+	// ClusterCIDR, when set, is the range of every node's pods. The bridge
+	// plugin's own masquerade exempts only this bridge's subnet, so it
+	// would NAT the traffic to the pods of the other nodes, which the
+	// Kubernetes network model forbids; with a cluster CIDR the plugin's is
+	// off and berth masquerades in a chain of its own that exempts the
+	// whole cluster CIDR (MasqueradeScript). Without one, the plugin's
+	// masquerade stays, as before.
+	ClusterCIDR string
 }
 
 // ConfList renders the CNI network configuration list for b: bridge with
@@ -41,7 +51,7 @@ func ConfList(b Bridge) ([]byte, error) {
 				"type":        "bridge",
 				"bridge":      b.Interface,
 				"isGateway":   true,
-				"ipMasq":      true,
+				"ipMasq":      b.ClusterCIDR == "",
 				"hairpinMode": true,
 				"ipam": obj{
 					"type":    "host-local",
@@ -67,6 +77,25 @@ func WriteConfList(dir string, b Bridge) error {
 		return fmt.Errorf("CNI conf dir: %w", err)
 	}
 	return atomicfile.Write(filepath.Join(dir, ConfListName), data, 0o644)
+}
+
+// BridgeFor returns the Linux bridge of cidr: base for the configured pod
+// CIDR (the one --cni-bridge names), and for any other a name derived from
+// base and cidr. A podCIDR that changes while pods run gets a bridge of its
+// own: the bridge plugin gives a bridge one IPv4 gateway address, so the
+// old pods keep their bridge, gateway and addresses, and the new ones get
+// the new range on the new bridge.
+func BridgeFor(base, configured, cidr string) string {
+	if cidr == configured {
+		return base
+	}
+	sum := sha256.Sum256([]byte(cidr))
+	// Interface names are at most 15 bytes.
+	prefix := base
+	if len(prefix) > 10 {
+		prefix = prefix[:10]
+	}
+	return prefix + "-" + hex.EncodeToString(sum[:])[:4]
 }
 
 // HostIP returns the node's primary address: the source address of the
