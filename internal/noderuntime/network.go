@@ -120,8 +120,12 @@ func (n *podNetwork) SetPodCIDR(cidr string) error {
 	if err := n.ensureMasquerade(cidr); err != nil {
 		return err
 	}
-	bridge := network.BridgeFor(n.cfg.CNIBridge, n.cfg.PodCIDR, cidr)
-	err := network.WriteConfList(n.confDir, network.Bridge{
+	addrs, err := network.InterfaceAddrs(n.cfg.CNIBridge)
+	if err != nil {
+		return err
+	}
+	bridge := network.BridgeFor(n.cfg.CNIBridge, cidr, addrs)
+	err = network.WriteConfList(n.confDir, network.Bridge{
 		Name: cniNetworkName, Interface: bridge, PodCIDR: cidr,
 		IPAMDir: cniIPAMDir(n.cfg), ClusterCIDR: n.cfg.ClusterCIDR,
 	})
