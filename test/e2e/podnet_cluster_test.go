@@ -112,10 +112,12 @@ func TestClusterPodCIDRFromNode(t *testing.T) {
 	tag := fmt.Sprintf("%04x", rand.IntN(0xffff))
 	given1, given2 := podnetCIDR(), podnetCIDR()
 	n1 := startClusterNode(t, cp, "podnet-1-"+tag, "--cluster-cidr", podnetClusterCIDR, "--pod-cidr", given1)
+	cleanupPodnet(t, n1.bridge, given1)
 	n2 := startClusterNode(t, cp, "podnet-2-"+tag, "--cluster-cidr", podnetClusterCIDR, "--pod-cidr", given2)
+	cleanupPodnet(t, n2.bridge, given2)
 	cidr1, cidr2 := waitNodePodCIDR(t, client, n1), waitNodePodCIDR(t, client, n2)
-	cleanupPodnet(t, n1.bridge, cidr1, given1)
-	cleanupPodnet(t, n2.bridge, cidr2, given2)
+	cleanupPodnet(t, n1.bridge, cidr1)
+	cleanupPodnet(t, n2.bridge, cidr2)
 	if cidr1 == cidr2 {
 		t.Fatalf("both nodes have podCIDR %s", cidr1)
 	}
