@@ -50,6 +50,8 @@ type apiSource struct {
 	probeMetrics prometheus.Gatherer
 	// ready keeps /node's Ready condition between requests.
 	ready readyTracker
+	// network is berth's view of the pod network (noderuntime).
+	network func() string
 }
 
 // Admission answers /pods/{namespace}/{name}/admission: how the pod was

@@ -67,6 +67,7 @@ type clusterNode struct {
 	syncer    *statussync.Syncer
 	heartbeat lease.Controller
 	out       chan<- podsource.Snapshot
+	podCIDR   func(string) error
 }
 
 // taints are the Node's, for admission: NoExecute ones refuse pods that do
@@ -167,6 +168,8 @@ type clusterDeps struct {
 	static   func() ([]*v1.Pod, bool)
 	stopped  func(types.UID) bool
 	forget   func(types.UID)
+	// podCIDR takes the Node's spec.podCIDR (noderuntime's SetPodCIDR).
+	podCIDR func(string) error
 }
 
 // build makes the cluster's parts from what they read of the rest of
@@ -194,6 +197,7 @@ func (c *clusterNode) build(clk fullClock, d clusterDeps, out chan<- podsource.S
 	c.heartbeat = lease.NewController(clk, c.client, cfg.NodeName, duration, nil, renew,
 		cfg.NodeName, leaseNamespace, c.ownLease)
 	c.out = out
+	c.podCIDR = d.podCIDR
 }
 
 // Run runs the cluster's parts (see clusterNode); build first. Nothing is
@@ -215,6 +219,7 @@ func (c *clusterNode) Run(ctx context.Context) {
 	c.factory.Start(ctx.Done())
 	wg.Go(func() { c.pods.Run(ctx, c.out) })
 	wg.Go(func() { c.syncer.Run(ctx) })
+	wg.Go(func() { watchPodCIDR(ctx, c.client, c.cfg.NodeName, c.podCIDR, c.log) })
 	wg.Go(func() {
 		<-ctx.Done()
 		c.factory.Shutdown()

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"sync"
@@ -25,7 +26,7 @@ import (
 func (a *apiSource) Node() v1.Node {
 	devCapacity, devAllocatable := a.devices.Capacity()
 	n := nodeObject(a.nodeName, a.capacity, a.allocatable, devCapacity, devAllocatable)
-	why := notReady(context.Background(), a.cri.Runtime(), a.pleg, n.Status.Capacity)
+	why := notReady(context.Background(), a.cri.Runtime(), a.pleg, n.Status.Capacity, a.network)
 	n.Status.Conditions = append(a.evictions.Conditions(), a.ready.observe(why, a.clk.Now()))
 	return *n
 }
@@ -39,17 +40,39 @@ const readyStatusTimeout = 5 * time.Second
 // kubelet's Ready condition (nodestatus.NotReady) over the runtime's CRI
 // Status, the PLEG's health and the node's capacity. Cluster mode's Node
 // and standalone /node both read it here.
-func notReady(ctx context.Context, cri runtimeapi.RuntimeServiceClient, pleg interface{ Healthy() error }, capacity v1.ResourceList) string {
+func notReady(ctx context.Context, cri runtimeapi.RuntimeServiceClient, pleg interface{ Healthy() error }, capacity v1.ResourceList, network func() string) string {
+	h := runtimeHealth(ctx, cri, network)
+	h.PLEG, h.Capacity = pleg.Healthy(), capacity
+	return nodestatus.NotReady(h)
+}
+
+// runtimeHealth is the runtime's part of the node's health: its CRI
+// Status and berth's view of the pod network (network, nil for none).
+func runtimeHealth(ctx context.Context, cri runtimeapi.RuntimeServiceClient, network func() string) nodestatus.Health {
 	ctx, cancel := context.WithTimeout(ctx, readyStatusTimeout)
 	defer cancel()
-	h := nodestatus.Health{PLEG: pleg.Healthy(), Capacity: capacity}
+	var h nodestatus.Health
 	resp, err := cri.Status(ctx, &runtimeapi.StatusRequest{})
 	if err != nil {
 		h.RuntimeErr = fmt.Errorf("runtime status: %w", err)
 	} else {
 		h.Runtime = resp.GetStatus()
 	}
-	return nodestatus.NotReady(h)
+	if network != nil {
+		h.Network = network()
+	}
+	return h
+}
+
+// networkNotReady is the kubelet's runtimeState.networkErrors: nil when
+// new pods off the host's network can get an address.
+func networkNotReady(cri runtimeapi.RuntimeServiceClient, network func() string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if why := nodestatus.NetworkNotReady(runtimeHealth(ctx, cri, network)); why != "" {
+			return errors.New(why)
+		}
+		return nil
+	}
 }
 
 // readyTracker keeps the Ready condition /node last showed, for its

@@ -259,6 +259,7 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 		ParallelPodStarts:   parallelPodStarts(goruntime.NumCPU()),
 		Terminal:            p.terminal,
 		Metrics:             metrics,
+		NetworkNotReady:     networkNotReady(p.rt.CRI.Runtime(), p.rt.NetworkProblem),
 	}
 	if cluster != nil { // standalone pods refer to no API objects
 		deps.Objects = podobjects.New(cluster.client, podobjects.Options{Clock: p.clk, Log: log.With("component", "podobjects")})
@@ -325,7 +326,7 @@ func (p *parts) buildCluster(ctx context.Context) {
 			return nodestatus.Observed{
 				Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
 				Pressure: evictions.Conditions(),
-				NotReady: notReady(ctx, rt.CRI.Runtime(), relist, n.Status.Capacity),
+				NotReady: notReady(ctx, rt.CRI.Runtime(), relist, n.Status.Capacity, rt.NetworkProblem),
 				Info:     info,
 				Images:   nodeImages(ctx, rt.CRI, log),
 			}
@@ -335,6 +336,7 @@ func (p *parts) buildCluster(ctx context.Context) {
 		static:   view.staticPods,
 		stopped:  func(uid types.UID) bool { return !workers.Has(uid) && !view.inRuntime(uid) },
 		forget:   view.forgetStatus,
+		podCIDR:  rt.SetPodCIDR,
 	}, p.sources.fromAPI)
 }
 
@@ -343,7 +345,8 @@ func (p *parts) api() *apiSource {
 	return &apiSource{view: p.view, statuses: p.statuses, pleg: p.relist, nodeName: p.cfg.NodeName, clk: p.clk,
 		cri: p.rt.CRI, capacity: p.host.capacity, allocatable: p.host.allocatable, events: p.recorder,
 		devices: p.devices, images: p.imageGC, evictions: p.evictions, stats: p.summary,
-		statsMaxAge: p.cfg.Eviction.MonitoringInterval, probeMetrics: p.probes.Gatherer()}
+		statsMaxAge: p.cfg.Eviction.MonitoringInterval, probeMetrics: p.probes.Gatherer(),
+		network: p.rt.NetworkProblem}
 }
 
 // nodeIPs are the node's configured IPs, as the kubelet's from --node-ip:

@@ -65,10 +65,12 @@ type Collector struct {
 	o        Options
 	suspects map[string]time.Time
 
-	mu    sync.Mutex
-	down  map[string]bool // held while the runtime was down
-	ready map[string]bool // the same, once the runtime is back
-	poke  chan struct{}
+	mu sync.Mutex
+	// network is o.Network as SetNetwork last changed it.
+	network Network
+	down    map[string]bool // held while the runtime was down
+	ready   map[string]bool // the same, once the runtime is back
+	poke    chan struct{}
 }
 
 // New returns a collector; nothing runs until Collect or Run.
@@ -85,7 +87,15 @@ func New(o Options) *Collector {
 	if o.RemoveNetNS == nil {
 		o.RemoveNetNS = RemoveNetNS
 	}
-	return &Collector{o: o, suspects: map[string]time.Time{}, poke: make(chan struct{}, 1)}
+	return &Collector{o: o, network: o.Network, suspects: map[string]time.Time{}, poke: make(chan struct{}, 1)}
+}
+
+// SetNetwork changes the pod CIDRs the collector's network is on (the
+// Node's podCIDR came or changed); passes after it use them.
+func (c *Collector) SetNetwork(n Network) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.network = n
 }
 
 // Collect runs one pass. quiet says that no sandbox can be in creation
@@ -188,7 +198,10 @@ func (c *Collector) read(ctx context.Context) (map[string]*Held, error) {
 	if err != nil {
 		c.o.Log.Warn("some host-local leases could not be read; left alone", "err", err)
 	}
-	held := Holdings(nat, leases, c.o.Network)
+	c.mu.Lock()
+	network := c.network
+	c.mu.Unlock()
+	held := Holdings(nat, leases, network)
 	if c.o.Results != nil {
 		owned, err := c.o.Results.Owned()
 		if err != nil {

@@ -13,6 +13,20 @@ import (
 type Network struct {
 	Name    string
 	PodCIDR netip.Prefix
+	// Earlier are the node's earlier pod CIDRs: pods started before a
+	// podCIDR change keep their addresses on them.
+	Earlier []netip.Prefix
+}
+
+// cidrs are all of the network's pod CIDRs that are set.
+func (n Network) cidrs() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range append([]netip.Prefix{n.PodCIDR}, n.Earlier...) {
+		if p.IsValid() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Lease is one address lease of host-local: a file named by the address
@@ -69,7 +83,7 @@ func Holdings(nat NAT, leases []Lease, net Network) map[string]*Held {
 				scope = append(scope, r)
 			}
 		}
-		if inScope(scope, net.PodCIDR) {
+		if inScope(scope, net.cidrs()) {
 			out[id] = h
 		}
 	}
@@ -105,13 +119,13 @@ func HeldIn(nat NAT, network, id string) *Held {
 	return h
 }
 
-// inScope reports whether the pod addresses the rules name all lie in cidr,
-// and there is one at least. A pod address is a source (the masquerade
+// inScope reports whether the pod addresses the rules name all lie in one
+// of cidrs, and there is one at least. A pod address is a source (the masquerade
 // jump's -s, portmap's hairpin -s), a DNAT destination, or the subnet of
 // the masquerade chain's ACCEPT (-d with a prefix shorter than a host's).
 // Negated matches (! -d 224.0.0.0/4), loopback (portmap's -s 127.0.0.1)
 // and host addresses after -d (portmap's hostIP) are not pod addresses.
-func inScope(rules []Rule, cidr netip.Prefix) bool {
+func inScope(rules []Rule, cidrs []netip.Prefix) bool {
 	found := false
 	for _, r := range rules {
 		for i := 0; i+1 < len(r.Args); i++ {
@@ -124,15 +138,15 @@ func inScope(rules []Rule, cidr netip.Prefix) bool {
 			case "-s", "--source":
 				p, err := parsePrefix(v)
 				counts = err == nil && !p.Addr().IsLoopback()
-				ok = counts && p.Bits() >= cidr.Bits() && cidr.Contains(p.Addr())
+				ok = counts && slices.ContainsFunc(cidrs, func(c netip.Prefix) bool { return p.Bits() >= c.Bits() && c.Contains(p.Addr()) })
 			case "-d", "--destination":
 				p, err := parsePrefix(v)
 				counts = err == nil && p.Bits() < p.Addr().BitLen()
-				ok = counts && p.Masked() == cidr.Masked()
+				ok = counts && slices.ContainsFunc(cidrs, func(c netip.Prefix) bool { return p.Masked() == c.Masked() })
 			case "--to-destination":
 				a, err := destinationAddr(v)
 				counts = true
-				ok = err == nil && cidr.Contains(a)
+				ok = err == nil && slices.ContainsFunc(cidrs, func(c netip.Prefix) bool { return c.Contains(a) })
 			}
 			if counts && !ok {
 				return false

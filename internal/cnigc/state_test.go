@@ -108,3 +108,21 @@ func TestScript(t *testing.T) {
 		t.Errorf("Script =\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestHoldingsEarlierCIDRs(t *testing.T) {
+	nat, err := ParseNAT("*nat\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -p tcp -m comment --comment \"dnat name: \\\"berth\\\" id: \\\"old\\\"\" -j DNAT --to-destination 10.222.1.5:80\nCOMMIT\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := Network{Name: "berth", PodCIDR: netip.MustParsePrefix("10.222.2.0/24")}
+	if got := Holdings(nat, nil, now); got["old"] != nil {
+		t.Fatalf("a rule on another CIDR was taken: %+v", got["old"])
+	}
+	now.Earlier = []netip.Prefix{netip.MustParsePrefix("10.222.1.0/24")}
+	if got := Holdings(nat, nil, now); got["old"] == nil {
+		t.Fatal("a rule on the node's earlier CIDR was not taken")
+	}
+	if got := Holdings(nat, nil, Network{Name: "berth"}); len(got) != 0 {
+		t.Fatalf("a network with no CIDR yet took %v", got)
+	}
+}

@@ -27,8 +27,16 @@ const (
 	DefaultPodLogsDir         = "/var/log/pods"
 	DefaultPodCIDR            = "10.88.0.0/16"
 	DefaultCNIBridge          = "berth0"
-	DefaultRelistPeriod       = time.Second
-	DefaultLogLevel           = "info"
+	// DefaultCNIConfDir is where the host's CNI configuration is looked
+	// for (containerd's and the kubelet's default).
+	DefaultCNIConfDir = "/etc/cni/net.d"
+	// DefaultCNIBinDir is where Debian's containernetworking-plugins
+	// install the plugins; the kubelet's and containerd's default is
+	// /opt/cni/bin, where CNI DaemonSets (flannel, Calico, Cilium) copy
+	// theirs: give --cni-bin-dir /opt/cni/bin for those.
+	DefaultCNIBinDir    = "/usr/lib/cni"
+	DefaultRelistPeriod = time.Second
+	DefaultLogLevel     = "info"
 	// DefaultDevicePluginDir and DefaultPodResourcesDir are the kubelet's
 	// paths: device plugins and monitoring agents hard-code them.
 	DefaultDevicePluginDir  = "/var/lib/kubelet/device-plugins"
@@ -69,6 +77,23 @@ type Config struct {
 	// CNIBridge is the Linux bridge of the pod network berth sets up for its
 	// managed containerd (--cni-bridge).
 	CNIBridge string
+	// PodCIDRExplicit says podCIDR was given (file or flag). In cluster
+	// mode the Node's spec.podCIDR wins over it, as for the kubelet; one
+	// that was not given is not used there at all: the network waits for
+	// the Node's.
+	PodCIDRExplicit bool
+	// CNIConfDir is the host's CNI configuration dir (--cni-conf-dir);
+	// CNIConfDirExplicit says it was given. When it holds a configuration
+	// (always, when given), the managed containerd uses it and the plugins
+	// of CNIBinDir (--cni-bin-dir) instead of berth's own bridge.
+	CNIConfDir         string
+	CNIConfDirExplicit bool
+	CNIBinDir          string
+	// ClusterCIDR (--cluster-cidr) is the range of every node's pods: the
+	// traffic to it from this node's pods is not masqueraded. Empty keeps
+	// the bridge plugin's masquerade, which NATs traffic to other nodes'
+	// pods.
+	ClusterCIDR string
 	// PauseBinary is the absolute path of the sandbox program.
 	PauseBinary string
 	// RelistPeriod is how often the runtime is listed to catch what its
@@ -141,6 +166,9 @@ const (
 	nameRootDir                  = "--" + flagRootDir
 	nameNodeName                 = "--" + flagNodeName
 	nameCNIBridge                = "--" + flagCNIBridge
+	nameCNIConfDir               = "--" + flagCNIConfDir
+	nameCNIBinDir                = "--" + flagCNIBinDir
+	nameClusterCIDR              = "--" + flagClusterCIDR
 	namePauseBinary              = "--" + flagPauseBinary
 	nameRelistPeriod             = "--" + flagRelistPeriod
 	nameLogLevel                 = "--" + flagLogLevel
@@ -239,6 +267,24 @@ func (c *Config) validateNodeAndLogging() []error {
 	}
 	if err := validateInterfaceName(c.CNIBridge); err != nil {
 		bad(nameCNIBridge, "%v", err)
+	}
+	if c.CNIConfDir != "" && !filepath.IsAbs(c.CNIConfDir) {
+		bad(nameCNIConfDir, "%q must be an absolute path", c.CNIConfDir)
+	}
+	if c.CNIBinDir != "" && !filepath.IsAbs(c.CNIBinDir) {
+		bad(nameCNIBinDir, "%q must be an absolute path", c.CNIBinDir)
+	}
+	if c.ClusterCIDR != "" {
+		cluster, err := netip.ParsePrefix(c.ClusterCIDR)
+		pod, perr := netip.ParsePrefix(c.PodCIDR)
+		switch {
+		case err != nil:
+			bad(nameClusterCIDR, "%q is not a CIDR: %v", c.ClusterCIDR, err)
+		case !cluster.Addr().Is4():
+			bad(nameClusterCIDR, "%q: only IPv4 is supported", c.ClusterCIDR)
+		case perr == nil && c.PodCIDRExplicit && !cluster.Overlaps(pod):
+			bad(nameClusterCIDR, "%q does not hold podCIDR %q", c.ClusterCIDR, c.PodCIDR)
+		}
 	}
 	if c.PauseBinary == "" {
 		bad(namePauseBinary, "must not be empty")

@@ -12,6 +12,9 @@ const (
 	flagNodeName                 = "node-name"
 	flagPodCIDR                  = "pod-cidr"
 	flagCNIBridge                = "cni-bridge"
+	flagCNIConfDir               = "cni-conf-dir"
+	flagCNIBinDir                = "cni-bin-dir"
+	flagClusterCIDR              = "cluster-cidr"
 	flagPodManifestPath          = "pod-manifest-path"
 	flagFileCheckFrequency       = "file-check-frequency"
 	flagContainerRuntimeEndpoint = "container-runtime-endpoint"
@@ -62,6 +65,9 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String(flagNodeName, "", "name of this node (default: the host name, lower-cased)")
 	fs.String(flagPodCIDR, DefaultPodCIDR, "CIDR from which pod IPs are assigned")
 	fs.String(flagCNIBridge, DefaultCNIBridge, "Linux bridge of the pod network berth sets up for its managed containerd")
+	fs.String(flagCNIConfDir, DefaultCNIConfDir, "host CNI configuration dir: when it holds a configuration (always, when this flag is given) the managed containerd uses it instead of berth's bridge")
+	fs.String(flagCNIBinDir, DefaultCNIBinDir, "CNI plugin binaries (the kubelet's default is /opt/cni/bin, where CNI DaemonSets install theirs)")
+	fs.String(flagClusterCIDR, "", "CIDR of every node's pods: traffic to it from this node's pods is not masqueraded (default: the bridge plugin's masquerade, which exempts only this node's pod CIDR)")
 	fs.String(flagPodManifestPath, "", "directory of static pod manifests (default: <root-dir>/"+ManifestsDirName+")")
 	fs.Duration(flagFileCheckFrequency, DefaultFileCheckFrequency, "how often to re-read the manifest directory even without a change notification")
 	fs.String(flagContainerRuntimeEndpoint, "", "CRI socket of an existing runtime, e.g. unix:///run/containerd/containerd.sock (default: berth starts its own containerd)")

@@ -60,6 +60,8 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		RootDir:            DefaultRootDir,
 		PodCIDR:            DefaultPodCIDR,
 		CNIBridge:          DefaultCNIBridge,
+		CNIConfDir:         DefaultCNIConfDir,
+		CNIBinDir:          DefaultCNIBinDir,
 		RelistPeriod:       DefaultRelistPeriod,
 		LogLevel:           DefaultLogLevel,
 		DevicePluginDir:    DefaultDevicePluginDir,
@@ -178,6 +180,7 @@ func applyFile(cfg *Config, kf *kubeletFile) {
 	str(kc.Address, &cfg.Address)
 	str(kc.PodLogsDir, &cfg.PodLogsDir)
 	str(kc.PodCIDR, &cfg.PodCIDR)
+	cfg.PodCIDRExplicit = kc.PodCIDR != ""
 	str(kc.Logging.Format, &cfg.LogFormat)
 	if kf.set["fileCheckFrequency"] {
 		cfg.FileCheckFrequency = kc.FileCheckFrequency.Duration
@@ -194,11 +197,16 @@ func applyFile(cfg *Config, kf *kubeletFile) {
 }
 
 func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
+	cfg.PodCIDRExplicit = cfg.PodCIDRExplicit || fs.Changed(flagPodCIDR)
+	cfg.CNIConfDirExplicit = fs.Changed(flagCNIConfDir)
 	errs := []error{
 		override(fs, flagRootDir, fs.GetString, &cfg.RootDir),
 		override(fs, flagNodeName, fs.GetString, &cfg.NodeName),
 		override(fs, flagPodCIDR, fs.GetString, &cfg.PodCIDR),
 		override(fs, flagCNIBridge, fs.GetString, &cfg.CNIBridge),
+		override(fs, flagCNIConfDir, fs.GetString, &cfg.CNIConfDir),
+		override(fs, flagCNIBinDir, fs.GetString, &cfg.CNIBinDir),
+		override(fs, flagClusterCIDR, fs.GetString, &cfg.ClusterCIDR),
 		override(fs, flagPodManifestPath, fs.GetString, &cfg.StaticPodPath),
 		override(fs, flagFileCheckFrequency, fs.GetDuration, &cfg.FileCheckFrequency),
 		override(fs, flagContainerRuntimeEndpoint, fs.GetString, &cfg.ContainerRuntimeEndpoint),

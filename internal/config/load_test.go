@@ -78,6 +78,8 @@ func TestLoadDefaults(t *testing.T) {
 		NodeName:           "node-1.example",
 		PodCIDR:            "10.88.0.0/16",
 		CNIBridge:          "berth0",
+		CNIConfDir:         DefaultCNIConfDir,
+		CNIBinDir:          DefaultCNIBinDir,
 		PauseBinary:        "/opt/berth/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "info",
@@ -445,5 +447,36 @@ maxParallelImagePulls: 4
 	_, err = loadWith(t, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 50\n", nil, testHost)
 	if err == nil || !strings.Contains(err.Error(), "imageGCLowThresholdPercent (--image-gc-low-threshold): 80: must not be above") {
 		t.Errorf("low above high from a file: %v", err)
+	}
+}
+
+func TestLoadPodNetworkFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		check   func(*Config) bool
+	}{
+		{nil, "", func(c *Config) bool {
+			return c.CNIConfDir == DefaultCNIConfDir && !c.CNIConfDirExplicit && c.CNIBinDir == DefaultCNIBinDir && !c.PodCIDRExplicit
+		}},
+		{[]string{"--cni-conf-dir", "/x/net.d", "--cni-bin-dir", "/opt/cni/bin", "--pod-cidr", "10.222.1.0/24", "--cluster-cidr", "10.222.0.0/16"}, "", func(c *Config) bool {
+			return c.CNIConfDir == "/x/net.d" && c.CNIConfDirExplicit && c.CNIBinDir == "/opt/cni/bin" && c.PodCIDRExplicit && c.ClusterCIDR == "10.222.0.0/16"
+		}},
+		{[]string{"--cni-conf-dir", "net.d"}, `--cni-conf-dir: "net.d" must be an absolute path`, nil},
+		{[]string{"--cni-bin-dir", "bin"}, `--cni-bin-dir: "bin" must be an absolute path`, nil},
+		{[]string{"--cluster-cidr", "10.222.0.0"}, `--cluster-cidr: "10.222.0.0" is not a CIDR`, nil},
+		{[]string{"--cluster-cidr", "fd00::/48"}, `only IPv4`, nil},
+		{[]string{"--pod-cidr", "10.1.0.0/24", "--cluster-cidr", "10.222.0.0/16"}, `does not hold podCIDR "10.1.0.0/24"`, nil},
+	} {
+		cfg, err := loadWith(t, "", tc.args, testHost)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: got %v, want %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !tc.check(cfg) {
+			t.Errorf("%v: got %+v, %v", tc.args, cfg, err)
+		}
 	}
 }

@@ -47,3 +47,26 @@ func TestWriteConfList(t *testing.T) {
 		t.Fatalf("want exactly %s, got %v (%v)", ConfListName, entries, err)
 	}
 }
+
+func TestConfListMasquerade(t *testing.T) {
+	for _, tc := range []struct {
+		cluster string
+		want    bool
+	}{{"", true}, {"10.222.0.0/16", false}} {
+		data, err := ConfList(Bridge{Name: "n", Interface: "b0", PodCIDR: "10.222.1.0/24", ClusterCIDR: tc.cluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Plugins []struct {
+				IPMasq bool `json:"ipMasq"`
+			} `json:"plugins"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Plugins[0].IPMasq != tc.want {
+			t.Errorf("cluster CIDR %q: ipMasq %v, want %v", tc.cluster, got.Plugins[0].IPMasq, tc.want)
+		}
+	}
+}

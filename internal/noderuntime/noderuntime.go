@@ -20,7 +20,6 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/logs"
-	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
@@ -70,6 +69,8 @@ type Runtime struct {
 	// network collects the managed network's leftovers; nil for an
 	// external runtime.
 	network *cnigc.Collector
+	// net is the managed runtime's pod network; nil for an external one.
+	net *podNetwork
 	// logs rotates the containers' logs; ownLog the managed containerd's
 	// own (nil for an external runtime).
 	logs   *logs.Rotator
@@ -117,19 +118,22 @@ func Start(ctx context.Context, o Options) (*Runtime, error) {
 }
 
 func (r *Runtime) startManaged(ctx context.Context, cfg *config.Config) error {
-	cniConfDir := filepath.Join(cfg.RootDir, "cni", "net.d")
-	err := network.WriteConfList(cniConfDir, network.Bridge{
-		Name:      cniNetworkName,
-		Interface: cfg.CNIBridge,
-		PodCIDR:   cfg.PodCIDR,
-		IPAMDir:   cniIPAMDir(cfg),
-	})
-	if err != nil {
+	r.net = &podNetwork{
+		cfg: cfg, host: HostMode(cfg), confDir: berthConfDir(cfg), binDir: cfg.CNIBinDir, cidr: InitialPodCIDR(cfg),
+		record: r.record, gc: func() *cnigc.Collector { return r.network },
+		logInfo: r.log.Info, logWarn: r.log.Warn,
+	}
+	if r.net.host {
+		r.net.confDir = cfg.CNIConfDir
+	}
+	if err := r.net.start(); err != nil {
 		return err
 	}
 	m, err := containerd.Start(ctx, containerd.Options{
 		RootDir:      cfg.RootDir,
-		CNIConfDir:   cniConfDir,
+		CNIConfDir:   r.net.confDir,
+		CNIBinDir:    r.net.binDir,
+		NetworkLater: r.net.Problem() != "",
 		SandboxImage: SandboxImage,
 		Log:          r.log,
 	})
@@ -245,6 +249,27 @@ func (r *Runtime) watchEvents(ctx context.Context, relist func()) {
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("containerd event stream stopped; relying on relist", "err", err)
 	}
+}
+
+// SetPodCIDR makes cidr the range of new pods: the Node's spec.podCIDR in
+// cluster mode. A no-op for an external runtime (its network is its own,
+// as the kubelet's UpdatePodCIDR is for a runtime without a CNI template)
+// and for the host's CNI configuration.
+func (r *Runtime) SetPodCIDR(cidr string) error {
+	if r.net == nil {
+		return nil
+	}
+	return r.net.SetPodCIDR(cidr)
+}
+
+// NetworkProblem says why berth's view of the pod network keeps new pods
+// from getting an address, "" when it sees none (the runtime's own
+// NetworkReady condition is read besides).
+func (r *Runtime) NetworkProblem() string {
+	if r.net == nil {
+		return ""
+	}
+	return r.net.Problem()
 }
 
 // Stop closes the CRI connection and stops the managed containerd if berth

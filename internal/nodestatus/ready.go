@@ -23,6 +23,29 @@ type Health struct {
 	PLEG error
 	// Capacity is the node's capacity.
 	Capacity v1.ResourceList
+	// Network is why berth's own view of the pod network keeps new pods
+	// from an address ("" when it sees nothing wrong): the host's CNI
+	// configuration is missing or invalid, or the Node has no podCIDR yet.
+	// containerd says only "cni plugin not initialized" for all of these.
+	Network string
+}
+
+// NetworkNotReady is the kubelet's network error of h ("" when none): the
+// runtime's NetworkReady condition, with berth's own reason in its message
+// when berth knows better. The node is NotReady for it, and new pods that
+// are not on the host's network wait for it.
+func NetworkNotReady(h Health) string {
+	if h.RuntimeErr != nil {
+		return ""
+	}
+	if h.Network != "" {
+		c := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Reason: "NetworkPluginNotReady", Message: h.Network}
+		return "container runtime network not ready: " + describeCondition(runtimeapi.NetworkReady, c)
+	}
+	if c := runtimeCondition(h.Runtime, runtimeapi.NetworkReady); c == nil || !c.GetStatus() {
+		return "container runtime network not ready: " + describeCondition(runtimeapi.NetworkReady, c)
+	}
+	return ""
 }
 
 // requiredCapacity is what a node must report before it is Ready, the
@@ -45,10 +68,8 @@ func NotReady(h Health) string {
 	if h.PLEG != nil {
 		problems = append(problems, "PLEG is not healthy: "+h.PLEG.Error())
 	}
-	if h.RuntimeErr == nil {
-		if c := runtimeCondition(h.Runtime, runtimeapi.NetworkReady); c == nil || !c.GetStatus() {
-			problems = append(problems, "container runtime network not ready: "+describeCondition(runtimeapi.NetworkReady, c))
-		}
+	if n := NetworkNotReady(h); n != "" {
+		problems = append(problems, n)
 	}
 	var missing []string
 	for _, r := range requiredCapacity {

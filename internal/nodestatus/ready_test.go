@@ -76,3 +76,27 @@ func TestReadyConditionTransitions(t *testing.T) {
 		t.Errorf("down = %+v", down)
 	}
 }
+
+func TestNetworkNotReadyBerthReason(t *testing.T) {
+	ready := &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, {Type: runtimeapi.NetworkReady, Status: true}}}
+	notReady := &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true},
+		{Type: runtimeapi.NetworkReady, Reason: "NetworkPluginNotReady", Message: "Network plugin returns error: cni plugin not initialized"}}}
+	for _, tc := range []struct {
+		name string
+		h    Health
+		want string
+	}{
+		{"all ready", Health{Runtime: ready}, ""},
+		{"runtime's reason", Health{Runtime: notReady}, "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"},
+		{"berth's reason wins", Health{Runtime: notReady, Network: "no CNI configuration file in /x (--cni-conf-dir)"},
+			"container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:no CNI configuration file in /x (--cni-conf-dir)"},
+		{"berth's reason though the runtime is ready", Health{Runtime: ready, Network: "waiting"}, "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:waiting"},
+		{"runtime down says only that", Health{RuntimeErr: errors.New("down"), Network: "waiting"}, ""},
+	} {
+		if got := NetworkNotReady(tc.h); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

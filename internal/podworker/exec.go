@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/status"
 )
@@ -126,11 +127,24 @@ func (ex *execution) startStep(ctx context.Context, s Step) {
 	}
 }
 
+// networkNotReadyMsg is the kubelet's NetworkNotReadyErrorMsg.
+const networkNotReadyMsg = "network is not ready"
+
 // createSandbox prepares the host for the pod and creates its sandbox,
 // holding a pod-start slot. ok is false when the sync must stop.
 func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok bool) {
 	w, pod, log := ex.w, ex.pod, ex.log
 	d := w.ws.deps
+	if d.NetworkNotReady != nil && !pod.Spec.HostNetwork {
+		// The kubelet's syncPod: a pod waits for the network with an
+		// event, rather than fail in the runtime's CNI ADD.
+		if err := d.NetworkNotReady(ctx); err != nil {
+			w.syncError = &status.Waiting{Reason: events.NetworkNotReady, Message: networkNotReadyMsg + ": " + err.Error()}
+			w.event(pod, v1.EventTypeWarning, events.NetworkNotReady, networkNotReadyMsg+": "+err.Error())
+			log.Warn("the pod network is not ready; the pod waits", "err", err)
+			return retryAfterError, false
+		}
+	}
 	if _, err := d.Volumes.Setup(ctx, pod, w.volumeOptions()); err != nil {
 		w.syncError = &status.Waiting{Reason: reasonVolumeFailed, Message: err.Error()}
 		w.event(pod, v1.EventTypeWarning, reasonVolumeFailed, "MountVolume.SetUp failed: "+err.Error())

@@ -407,3 +407,34 @@ func TestExecuteStatusReadFails(t *testing.T) {
 		t.Errorf("containers %q, phase %s; want the container started and the pod still shown Pending", e.rt.Containers(), e.status(t).Phase)
 	}
 }
+
+// A pod off the host's network waits for the pod network with the
+// kubelet's NetworkNotReady event, creating nothing; a host-network pod
+// does not wait; once the network is ready the pod starts.
+func TestExecuteWaitsForTheNetwork(t *testing.T) {
+	notReady := errors.New("container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:no CNI configuration file in /x (--cni-conf-dir)")
+	e := newExecEnv(t, execPod("app"))
+	var netErr error = notReady
+	e.w.ws.deps.NetworkNotReady = func(context.Context) error { return netErr }
+	if next := e.sync(); next != retryAfterError {
+		t.Errorf("next sync in %v, want %v", next, retryAfterError)
+	}
+	checkCalls(t, "calls while the network is not ready", mutations(e.rt), nil)
+	want := "Warning NetworkNotReady network is not ready: " + notReady.Error()
+	if !slices.Contains(e.events.list(), want) {
+		t.Errorf("events %q lack %q", e.events.list(), want)
+	}
+	if e.w.syncError == nil || e.w.syncError.Reason != "NetworkNotReady" {
+		t.Errorf("sync error %+v", e.w.syncError)
+	}
+	netErr = nil
+	e.sync()
+	checkCalls(t, "calls once the network is ready", mutations(e.rt), []string{"RunPodSandbox u1", "PullImage busybox", "CreateContainer app", "StartContainer"})
+
+	host := execPod("app")
+	host.Spec.HostNetwork = true
+	e = newExecEnv(t, host)
+	e.w.ws.deps.NetworkNotReady = func(context.Context) error { return notReady }
+	e.sync()
+	checkCalls(t, "calls of a host-network pod", mutations(e.rt), []string{"RunPodSandbox u1", "PullImage busybox", "CreateContainer app", "StartContainer"})
+}

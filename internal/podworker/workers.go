@@ -111,10 +111,14 @@ type NodeEventRecorder interface {
 // Deps is what every worker shares. All of it is safe for concurrent use.
 type Deps struct {
 	Runtime Runtime
-	Volumes Volumes
-	Cgroups PodCgroups
-	Probes  Probes
-	Devices Devices
+	// NetworkNotReady says why new pods off the host's network cannot get
+	// an address (the kubelet's runtimeState.networkErrors); nil when no
+	// check is wanted.
+	NetworkNotReady func(ctx context.Context) error
+	Volumes         Volumes
+	Cgroups         PodCgroups
+	Probes          Probes
+	Devices         Devices
 	// Terminal keeps evicted pods evicted across restarts; nil keeps them
 	// in memory only.
 	Terminal TerminalStore

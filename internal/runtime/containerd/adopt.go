@@ -39,7 +39,7 @@ func adopt(ctx context.Context, o Options, l layout) (*Managed, error) {
 	}
 	// With no pid, only the socket says whether it is still there.
 	stillRunning := func() bool { return pid == 0 || processAlive(pid) }
-	err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning)
+	err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning, !o.NetworkLater)
 	if errors.Is(err, errExited) {
 		o.Log.Info("containerd from a previous run exited while being adopted; starting a new one", "pid", pid)
 		return nil, nil

@@ -64,6 +64,10 @@ type Options struct {
 	// CNIConfDir is where berth writes its CNI conflist; default
 	// RootDir/cni/net.d, so that the host's own CNI configs are not used.
 	CNIConfDir string
+	// NetworkLater says the CNI configuration may come after containerd
+	// (the host's, or berth's once the Node has a podCIDR): start waits
+	// for RuntimeReady only, and the node reports NetworkReady meanwhile.
+	NetworkLater bool
 	// SandboxImage is the pause image; default imagebuild.PauseImageRef.
 	SandboxImage string
 	// StartTimeout bounds the wait for containerd to answer and its CRI
@@ -341,7 +345,7 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 			return true
 		}
 	}
-	if err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning); err != nil {
+	if err := waitReady(ctx, clock.RealClock{}, o.StartTimeout, l.Socket, stillRunning, !o.NetworkLater); err != nil {
 		if errors.Is(err, errExited) {
 			err = fmt.Errorf("%w: %v", err, m.waitErr)
 		}
@@ -389,14 +393,14 @@ var errExited = errors.New("containerd exited")
 // waitReady polls the socket until containerd's CRI says it is ready to
 // run pods (probeCRI), running() turns false (errExited), or the timeout
 // or ctx ends: then the error has the last reason it was not ready.
-func waitReady(ctx context.Context, clk clock.WithTicker, timeout time.Duration, socket string, running func() bool) error {
+func waitReady(ctx context.Context, clk clock.WithTicker, timeout time.Duration, socket string, running func() bool, network bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		if !running() {
 			return errExited
 		}
-		err := probeCRI(ctx, socket)
+		err := probeCRI(ctx, socket, network)
 		if err == nil {
 			return nil
 		}

@@ -15,10 +15,16 @@ var errNotListening = errors.New("containerd does not listen")
 
 // criReady says why the CRI plugin cannot run pods yet, from its own
 // status: the RuntimeReady and NetworkReady conditions (the two the kubelet
-// requires of a runtime) must both be true. nil when it can.
-func criReady(status *runtimeapi.RuntimeStatus) error {
+// requires of a runtime) must both be true. nil when it can. Without
+// network, NetworkReady is not waited for: a network that comes later
+// (NetworkLater) makes the node NotReady, not the start fail.
+func criReady(status *runtimeapi.RuntimeStatus, network bool) error {
+	wants := []string{runtimeapi.RuntimeReady}
+	if network {
+		wants = append(wants, runtimeapi.NetworkReady)
+	}
 	var errs []error
-	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
+	for _, want := range wants {
 		errs = append(errs, conditionTrue(status.GetConditions(), want))
 	}
 	return errors.Join(errs...)
@@ -43,7 +49,7 @@ func conditionTrue(conditions []*runtimeapi.RuntimeCondition, want string) error
 // every CRI call fails with "server is not initialized yet", and the
 // longer the more pods there are. The dial comes first: gRPC would
 // otherwise back off for a second after a missing socket.
-func probeCRI(ctx context.Context, socket string) error {
+func probeCRI(ctx context.Context, socket string, network bool) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var d net.Dialer
@@ -65,5 +71,5 @@ func probeCRI(ctx context.Context, socket string) error {
 	if err != nil {
 		return fmt.Errorf("CRI status: %w", err)
 	}
-	return criReady(resp.GetStatus())
+	return criReady(resp.GetStatus(), network)
 }

@@ -48,7 +48,7 @@ func TestCRIReady(t *testing.T) {
 		}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := criReady(tc.status)
+			err := criReady(tc.status, true)
 			got := ""
 			if err != nil {
 				got = err.Error()
@@ -114,21 +114,21 @@ func TestWaitReadyFollowsCRIConditions(t *testing.T) {
 		Reason: "NetworkPluginNotReady", Message: "cni plugin not initialized"}
 
 	cri.set(errors.New("server is not initialized yet"))
-	err := waitReady(context.Background(), clock.RealClock{}, 300*time.Millisecond, socket, alive)
+	err := waitReady(context.Background(), clock.RealClock{}, 300*time.Millisecond, socket, alive, true)
 	if err == nil || !strings.Contains(err.Error(), "server is not initialized yet") {
 		t.Errorf("while CRI is initializing: %v", err)
 	}
 	cri.set(nil, ready, cni)
-	err = waitReady(context.Background(), clock.RealClock{}, 300*time.Millisecond, socket, alive)
+	err = waitReady(context.Background(), clock.RealClock{}, 300*time.Millisecond, socket, alive, true)
 	if err == nil || !strings.Contains(err.Error(), `NetworkReady is false: reason "NetworkPluginNotReady", message "cni plugin not initialized"`) {
 		t.Errorf("with the network not ready: %v", err)
 	}
-	if err := waitReady(context.Background(), clock.RealClock{}, time.Minute, socket, func() bool { return false }); !errors.Is(err, errExited) {
+	if err := waitReady(context.Background(), clock.RealClock{}, time.Minute, socket, func() bool { return false }, true); !errors.Is(err, errExited) {
 		t.Errorf("with containerd gone: %v, want errExited", err)
 	}
 
 	done := make(chan error, 1)
-	go func() { done <- waitReady(context.Background(), clock.RealClock{}, time.Minute, socket, alive) }()
+	go func() { done <- waitReady(context.Background(), clock.RealClock{}, time.Minute, socket, alive, true) }()
 	cri.set(nil, ready, &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true})
 	select {
 	case err := <-done:

@@ -100,7 +100,7 @@ func TestSuperviseRestartsAdoptedContainerd(t *testing.T) {
 		data, _ := os.ReadFile(pidFile)
 		pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 		got := events.get()
-		if pid > 1 && pid != first.Pid() && len(got) == 2 && probeCRI(ctx, adopted.Address()) == nil {
+		if pid > 1 && pid != first.Pid() && len(got) == 2 && probeCRI(ctx, adopted.Address(), true) == nil {
 			break
 		}
 		if ctx.Err() != nil {
@@ -147,7 +147,7 @@ func TestSuperviseStopsWatchingWithItsContext(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Supervise did not return after its context ended")
 	}
-	if !processAlive(first.Pid()) || probeCRI(ctx, first.Address()) != nil {
+	if !processAlive(first.Pid()) || probeCRI(ctx, first.Address(), true) != nil {
 		t.Error("the adopted containerd is not running any more")
 	}
 }

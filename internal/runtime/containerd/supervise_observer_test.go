@@ -47,7 +47,7 @@ func TestSuperviseTellsRestartObservers(t *testing.T) {
 	}
 	// The new containerd answers before its event is recorded; let it
 	// settle as the other tests do before stopping it.
-	if err := probeCRI(ctx, first.Address()); err != nil {
+	if err := probeCRI(ctx, first.Address(), true); err != nil {
 		t.Fatal(err)
 	}
 	stopSupervising()
