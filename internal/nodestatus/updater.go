@@ -35,6 +35,9 @@ type Updater struct {
 
 	// Owned by Run.
 	lastPosted time.Time
+	// seenReady is set once the node was found ready: the fast checks of
+	// start-up are over.
+	seenReady bool
 	// taints are the Node's as last read, for admission.
 	taints atomic.Pointer[[]v1.Taint]
 }
@@ -68,23 +71,55 @@ func NewUpdater(o Options) *Updater {
 		update: o.UpdateEvery, report: o.ReportEvery, register: o.Register, timeout: 10 * time.Second}
 }
 
+// The kubelet's fastStatusUpdateOnce: after start-up, readiness is checked
+// every fastStatusPoll, locally, for at most nodeReadyGracePeriod, so that
+// the node turns Ready as soon as it is (the runtime up, the network
+// configured) instead of at the next update period.
+const (
+	fastStatusPoll       = 100 * time.Millisecond
+	nodeReadyGracePeriod = 120 * time.Second
+)
+
 // Run registers the node, retrying with back-off while the API server is
 // away, then posts its status every update period when it changed or is
-// due. It returns when ctx is done.
+// due, and at once when the node first becomes ready. It returns when ctx
+// is done.
 func (u *Updater) Run(ctx context.Context) {
 	if !u.registerWithRetry(ctx) {
 		return
 	}
 	t := u.clock.NewTicker(u.update)
 	defer t.Stop()
+	fastUntil := u.clock.Now().Add(nodeReadyGracePeriod)
 	for {
 		if err := u.sync(ctx); err != nil && ctx.Err() == nil {
 			u.log.Warn("updating the node's status failed; retrying", "err", err)
 		}
+		if !u.wait(ctx, t, fastUntil) {
+			return
+		}
+	}
+}
+
+// wait returns true at the next update period, or sooner when the node,
+// never ready so far, has become ready within fastUntil; false when ctx
+// is done. The fast checks read only berth's own state: no API request.
+func (u *Updater) wait(ctx context.Context, t clock.Ticker, fastUntil time.Time) bool {
+	for {
+		var poll <-chan time.Time
+		if !u.seenReady && u.clock.Now().Before(fastUntil) {
+			poll = u.clock.After(fastStatusPoll)
+		}
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-t.C():
+			return true
+		case <-poll:
+			if u.observe().NotReady == "" {
+				u.seenReady = true
+				return true
+			}
 		}
 	}
 }
@@ -162,7 +197,9 @@ func (u *Updater) sync(ctx context.Context) error {
 	taints := slices.Clone(node.Spec.Taints)
 	u.taints.Store(&taints)
 	now := u.clock.Now()
-	next := Status(u.id, u.observe(), node.Status, now)
+	obs := u.observe()
+	u.seenReady = u.seenReady || obs.NotReady == ""
+	next := Status(u.id, obs, node.Status, now)
 	if !Due(Changed(node.Status, next), u.lastPosted, now, u.report) {
 		return nil
 	}
