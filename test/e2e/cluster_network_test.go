@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,7 +22,10 @@ import (
 const netClusterCIDR = "10.223.0.0/16"
 
 // startNetworkControlPlane is startControlPlane with the apiserver flags
-// metrics-server needs as a host process, and the addons built.
+// metrics-server needs as a host process, a controller-manager that gives
+// each Node a /24 of netClusterCIDR and signs certificates that live
+// bootstrapSigningDuration (so that they are rotated during the test), and
+// the addons built.
 func startNetworkControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface, cluster.Addons) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
@@ -43,7 +47,12 @@ func startNetworkControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.I
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	cp, err := cluster.Start(ctx, bins, dir, cluster.Options{APIServerArgs: cluster.MetricsServerAPIServerArgs})
+	cp, err := cluster.Start(ctx, bins, dir, cluster.Options{
+		APIServerArgs: cluster.MetricsServerAPIServerArgs,
+		ControllerManagerArgs: []string{"--allocate-node-cidrs=true", "--cluster-cidr=" + netClusterCIDR,
+			"--node-cidr-mask-size=24"},
+		ClusterSigningDuration: bootstrapSigningDuration,
+	})
 	if err != nil {
 		t.Fatalf("starting the control plane: %v", err)
 	}
@@ -60,13 +69,43 @@ func startNetworkControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.I
 	return cp, client, addons
 }
 
-// startNetworkNode starts a berth joined to cp with pod CIDR 10.223.<i>.0/24.
-func startNetworkNode(t *testing.T, cp *cluster.ControlPlane, i int) *clusterNode {
+// netNode is a berth of TestClusterNetwork and when it was started.
+type netNode struct {
+	*clusterNode
+	started time.Time
+}
+
+// startNetworkNode starts berth-net-<i> as `kubeadm join` starts a
+// kubelet: nothing but the API server's address, its CA and a bootstrap
+// token (auto-approved), with client certificate rotation, the cluster's
+// DNS and CIDR, and no pod CIDR of its own: it takes the Node's.
+func startNetworkNode(t *testing.T, cp *cluster.ControlPlane, i int) *netNode {
 	t.Helper()
-	cidr := fmt.Sprintf("10.223.%d.0/24", i)
-	n := startClusterNode(t, cp, fmt.Sprintf("berth-net-%d", i), "--pod-cidr", cidr)
-	n.cidr = cidr // what its clean-up removes the leftover nat rules of
-	return n
+	name := fmt.Sprintf("berth-net-%d", i)
+	bootstrap, err := cp.BootstrapKubeconfig(t.Context(), name, cluster.AutoApprovedBootstrapGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	started := time.Now()
+	n := startNode(t, podCIDRFromNode,
+		"--node-name", name,
+		"--bootstrap-kubeconfig", bootstrap,
+		"--kubeconfig", filepath.Join(t.TempDir(), "kubelet.conf"),
+		"--rotate-certificates",
+		"--node-ip", "127.0.0.1",
+		"--port", fmt.Sprint(port),
+		"--client-ca-file", cp.KubeletClientCA(),
+		"--cluster-dns", cluster.ClusterDNSIP,
+		"--cluster-domain", cluster.ClusterDomain,
+		"--cluster-cidr", netClusterCIDR,
+	)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("berth %s log:\n%s", name, n.logTail())
+		}
+	})
+	return &netNode{clusterNode: &clusterNode{node: n, name: name, apiPort: port}, started: started}
 }
 
 // webAppYAML is a Deployment of replicas busybox httpds, one per node,
@@ -112,29 +151,22 @@ spec:
 `, replicas, busybox)
 }
 
-// clientPodYAML is a pod on node that stays up for the test's commands.
+// clientPodYAML is a pod on node that stays up for the test's commands,
+// with the default DNS policy (ClusterFirst): its resolver is the node's
+// --cluster-dns.
 func clientPodYAML(name, node string) string {
-	// TODO(cluster-dns): drop dnsPolicy None and dnsConfig once berth has
-	// --cluster-dns and --cluster-domain: the nodes then get
-	// --cluster-dns=cluster.ClusterDNSIP and the pods ClusterFirst, which
-	// must give them this same resolv.conf.
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: {name: %s}
 spec:
   nodeName: %s
   terminationGracePeriodSeconds: 1
-  dnsPolicy: None
-  dnsConfig:
-    nameservers: [%s]
-    searches: [default.svc.%[4]s, svc.%[4]s, %[4]s]
-    options: [{name: ndots, value: "5"}]
   containers:
   - name: client
     image: %s
     imagePullPolicy: Never
     command: ["sleep", "3600"]
-`, name, node, cluster.ClusterDNSIP, cluster.ClusterDomain, busybox)
+`, name, node, busybox)
 }
 
 // wgetFrom runs wget url in pod (5 s at most) and returns the page.
@@ -159,14 +191,12 @@ func wgetFrom(t *testing.T, cp *cluster.ControlPlane, pod, url string) (string, 
 // create.
 func TestClusterNetwork(t *testing.T) {
 	cp, client, addons := startNetworkControlPlane(t)
-	var nodes []*clusterNode
+	var joined []*netNode
 	for i := 1; i <= 3; i++ {
-		nodes = append(nodes, startNetworkNode(t, cp, i))
+		joined = append(joined, startNetworkNode(t, cp, i))
 	}
-	for _, n := range nodes {
-		waitNodeReady(t, client, n.name, true, 90*time.Second)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	nodes := joinNetworkNodes(t, client, joined)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	proxy, err := cp.StartKubeProxy(ctx, addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: netClusterCIDR, NodeName: nodes[0].name})
 	if err != nil {
@@ -188,7 +218,11 @@ func TestClusterNetwork(t *testing.T) {
 		waitPodRunning(t, client, "client-"+n.name, time.Minute)
 	}
 	web := webPodsByNode(t, client, nodes)
+	before := allContainerIDs(t, client)
 
+	t.Run("pods get the node's podCIDR and the cluster's resolver", func(t *testing.T) {
+		checkPodAddressing(t, cp, nodes, web)
+	})
 	t.Run("service by name from every node", func(t *testing.T) {
 		for _, n := range nodes {
 			checkServiceFrom(t, cp, "client-"+n.name, n.name, web, "http://web.default.svc.cluster.local")
@@ -205,6 +239,16 @@ func TestClusterNetwork(t *testing.T) {
 
 	t.Run("kubectl top node", func(t *testing.T) {
 		checkTopNode(t, cp, addons, nodes)
+	})
+
+	t.Run("metrics/cadvisor carries every running container", func(t *testing.T) {
+		for _, n := range nodes {
+			checkCadvisor(t, client, n)
+		}
+	})
+
+	t.Run("client certificates rotated, nothing disturbed", func(t *testing.T) {
+		checkRotationAtRest(t, cp, client, joined, web, before)
 	})
 
 	svc, err := client.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{})

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,8 +76,18 @@ func startNodeOnTmpfs(t testing.TB, size string, extraArgs ...string) *node {
 	return startNodeIn(t, size, extraArgs...)
 }
 
+// podCIDRFromNode, among startNode's extra arguments, starts berth with no
+// --pod-cidr: in cluster mode its pods then wait for the Node's spec.podCIDR.
+// It is the harness's, never passed to berth.
+const podCIDRFromNode = "(e2e: pod CIDR from the Node)"
+
 func startNodeIn(t testing.TB, tmpfsSize string, extraArgs ...string) *node {
 	t.Helper()
+	cidr := fmt.Sprintf("10.213.%d.0/24", rand.IntN(250))
+	if i := slices.Index(extraArgs, podCIDRFromNode); i >= 0 {
+		extraArgs = slices.Delete(slices.Clone(extraArgs), i, i+1)
+		cidr = "" // the test sets it to the Node's, for the clean-up
+	}
 	root, err := os.MkdirTemp("/tmp", "berth-e2e-") // short: unix socket paths are limited
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +107,7 @@ func startNodeIn(t testing.TB, tmpfsSize string, extraArgs ...string) *node {
 		podResources:  filepath.Join(root, "pod-resources"),
 		port:          freePort(t),
 		bridge:        fmt.Sprintf("be2e%04x", rand.IntN(0xffff)),
-		cidr:          fmt.Sprintf("10.213.%d.0/24", rand.IntN(250)),
+		cidr:          cidr,
 		cgroupRoot:    fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
 		extraArgs:     extraArgs,
 		tmpfs:         tmpfsSize != "",
@@ -167,7 +178,6 @@ func (n *node) startQuiet(env ...string) *exec.Cmd {
 		"--pod-logs-dir", n.podLogs,
 		"--node-name", nodeName,
 		"--read-only-port", strconv.Itoa(n.port),
-		"--pod-cidr", n.cidr,
 		"--cni-bridge", n.bridge,
 		"--pause-binary", filepath.Join(bins, "berth-pause"),
 		"--file-check-frequency", "5s",
@@ -176,6 +186,9 @@ func (n *node) startQuiet(env ...string) *exec.Cmd {
 		"--device-plugin-dir", n.devicePlugins,
 		"--pod-resources-dir", n.podResources,
 	)
+	if n.cidr != "" {
+		cmd.Args = append(cmd.Args, "--pod-cidr", n.cidr)
+	}
 	cmd.Args = append(cmd.Args, n.extraArgs...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
@@ -277,7 +290,9 @@ func (n *node) cleanup() {
 	if removed, err := rc.RemoveOwned(); err != nil || removed > 0 {
 		t.Logf("cleanup: removed %d cached CNI results of the node's sandboxes: %v", removed, err)
 	}
-	removeNATOf(t, n.cidr)
+	if n.cidr != "" {
+		removeNATOf(t, n.cidr)
+	}
 	if n.tmpfs {
 		if err := syscall.Unmount(n.root, 0); err != nil {
 			t.Errorf("cleanup: unmount the tmpfs at %s: %v", n.root, err)
