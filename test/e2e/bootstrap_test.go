@@ -34,33 +34,8 @@ const bootstrapSigningDuration = 3 * time.Minute
 // short-lived.
 func startBootstrapControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
-	defer cancel()
-	var buildLog strings.Builder
-	bins, err := cluster.Build(ctx, &buildLog)
-	if err != nil {
-		t.Fatalf("building the control plane: %v\n%s", err, buildLog.String())
-	}
-	dir, err := os.MkdirTemp("/tmp", "berth-cp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cp, err := cluster.Start(ctx, bins, dir, cluster.Options{
+	cp, client, _ := startControlPlaneWith(t, cluster.Options{
 		NodeMonitorGracePeriod: 20 * time.Second, ClusterSigningDuration: bootstrapSigningDuration})
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs:\n%s", cp.LogTails(40))
-		}
-		cp.Stop()
-	})
-	client, err := cp.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	return cp, client
 }
 

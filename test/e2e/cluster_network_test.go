@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,13 +27,9 @@ const netClusterCIDR = "10.223.0.0/16"
 // the addons built.
 func startNetworkControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface, cluster.Addons) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
 	defer cancel()
 	var buildLog strings.Builder
-	bins, err := cluster.Build(ctx, &buildLog)
-	if err != nil {
-		t.Fatalf("building the control plane: %v\n%s", err, buildLog.String())
-	}
 	addons, err := cluster.BuildAddons(ctx, &buildLog)
 	if err != nil {
 		t.Fatalf("building kube-proxy, CoreDNS and metrics-server: %v\n%s", err, buildLog.String())
@@ -42,30 +37,12 @@ func startNetworkControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.I
 	if buildLog.Len() > 0 {
 		t.Logf("build:\n%s", buildLog.String())
 	}
-	dir, err := os.MkdirTemp("/tmp", "berth-cpnet-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cp, err := cluster.Start(ctx, bins, dir, cluster.Options{
+	cp, client, _ := startControlPlaneWith(t, cluster.Options{
 		APIServerArgs: cluster.MetricsServerAPIServerArgs,
 		ControllerManagerArgs: []string{"--allocate-node-cidrs=true", "--cluster-cidr=" + netClusterCIDR,
 			"--node-cidr-mask-size=24"},
 		ClusterSigningDuration: bootstrapSigningDuration,
 	})
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs:\n%s", cp.LogTails(40))
-		}
-		cp.Stop()
-	})
-	client, err := cp.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	return cp, client, addons
 }
 

@@ -41,6 +41,12 @@ type clusterNode struct {
 // starts etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
 func startControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interface, cluster.Binaries) {
 	t.Helper()
+	return startControlPlaneWith(t, cluster.Options{NodeMonitorGracePeriod: 20 * time.Second})
+}
+
+// startControlPlaneWith is startControlPlane with the test's own options.
+func startControlPlaneWith(t *testing.T, opts cluster.Options) (*cluster.ControlPlane, kubernetes.Interface, cluster.Binaries) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
 	var buildLog strings.Builder
@@ -53,7 +59,7 @@ func startControlPlane(t *testing.T) (*cluster.ControlPlane, kubernetes.Interfac
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	cp, err := cluster.Start(ctx, bins, dir, cluster.Options{NodeMonitorGracePeriod: 20 * time.Second})
+	cp, err := cluster.Start(ctx, bins, dir, opts)
 	if err != nil {
 		t.Fatalf("starting the control plane: %v", err)
 	}

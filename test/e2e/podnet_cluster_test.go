@@ -18,38 +18,6 @@ import (
 	"github.com/berth-dev/berth/test/cluster"
 )
 
-// startControlPlaneWith is startControlPlane with the test's own options.
-func startControlPlaneWith(t *testing.T, opts cluster.Options) (*cluster.ControlPlane, kubernetes.Interface) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
-	defer cancel()
-	var buildLog strings.Builder
-	bins, err := cluster.Build(ctx, &buildLog)
-	if err != nil {
-		t.Fatalf("building the control plane: %v\n%s", err, buildLog.String())
-	}
-	dir, err := os.MkdirTemp("/tmp", "berth-cp-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cp, err := cluster.Start(ctx, bins, dir, opts)
-	if err != nil {
-		t.Fatalf("starting the control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs:\n%s", cp.LogTails(40))
-		}
-		cp.Stop()
-	})
-	client, err := cp.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cp, client
-}
-
 // waitNodePodCIDR waits for the controller-manager to give name a
 // podCIDR, then for berth's bridge conflist to take it.
 func waitNodePodCIDR(t *testing.T, client kubernetes.Interface, n *clusterNode) string {
@@ -104,7 +72,7 @@ func createPodOn(t *testing.T, client kubernetes.Interface, node, name string, c
 // Node's wins, as for the kubelet). Two nodes get two ranges, and a pod on
 // one reaches a pod on the other by its IP, un-NATed.
 func TestClusterPodCIDRFromNode(t *testing.T) {
-	cp, client := startControlPlaneWith(t, cluster.Options{
+	cp, client, _ := startControlPlaneWith(t, cluster.Options{
 		NodeMonitorGracePeriod: 20 * time.Second,
 		ControllerManagerArgs: []string{"--allocate-node-cidrs=true", "--cluster-cidr=" + podnetClusterCIDR,
 			"--node-cidr-mask-size=24"},
