@@ -94,11 +94,11 @@ func prepare(ctx context.Context, c Config, runDir string) (*Env, RunConfig, err
 	imgDir := filepath.Join(runDir, "images")
 	// The nodes hold their own links to the tarballs; the run keeps no copy.
 	defer os.RemoveAll(imgDir)
-	curl, err := BuildCurl(buildCtx, imgDir, c.Log)
+	standIns, err := BuildStandIns(buildCtx, imgDir, c.Log)
 	if err != nil {
-		return nil, RunConfig{}, fmt.Errorf("build curl: %w", err)
+		return nil, RunConfig{}, fmt.Errorf("build the stand-ins: %w", err)
 	}
-	in := ImageInputs{Programs: progs, Pause: filepath.Join(c.BerthBin, "berth-pause"), Busybox: c.Busybox, Curl: curl}
+	in := ImageInputs{Programs: progs, Pause: filepath.Join(c.BerthBin, "berth-pause"), Busybox: c.Busybox, StandIns: standIns}
 	images, err := BuildImages(in, imgDir)
 	if err != nil {
 		return nil, RunConfig{}, fmt.Errorf("build the images: %w", err)

@@ -143,7 +143,7 @@ func berthBin(t *testing.T) string {
 // TestSelection checks the passes the default selection and a focus make.
 func TestSelection(t *testing.T) {
 	def := Selection{}.Passes()
-	if len(def) != 3 || def[0].Name != "node-conformance" || def[2].Name != "serial" {
+	if len(def) != 4 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" || def[3].Name != "serial" {
 		t.Fatalf("default passes = %+v", def)
 	}
 	for _, p := range def {
@@ -156,8 +156,11 @@ func TestSelection(t *testing.T) {
 			t.Errorf("pass %s does not exclude Feature labels: %s", p.Name, p.LabelFilter)
 		}
 	}
-	if def[0].Serial || def[1].Serial || !def[2].Serial {
+	if def[0].Serial || def[1].Serial || def[2].Serial || !def[3].Serial {
 		t.Errorf("only the serial pass is Serial: %+v", def)
+	}
+	if !strings.Contains(def[3].LabelFilter, "(sig-network && Conformance)") {
+		t.Errorf("the serial pass leaves out sig-network's Serial specs: %s", def[3].LabelFilter)
 	}
 	focus := Selection{Focus: "x", Skip: "y", LabelFilter: "Slow"}.Passes()
 	if len(focus) != 2 || focus[0].Focus[0] != "x" || focus[1].Skip[0] != "y" ||
@@ -230,7 +233,7 @@ func TestImages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", Curl: fake}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake}}
 	files, err := BuildImages(in, filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -258,9 +261,13 @@ func TestImages(t *testing.T) {
 			if strings.Join(c.Entrypoint, " ") != "/agnhost" || strings.Join(c.Cmd, " ") != "pause" {
 				t.Errorf("agnhost entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
 			}
-			// netexec's HTTPS pair, the curl and bash the specs run, and
-			// the fake registry's tag of pause.
-			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "bin/bash", "var/registry/pause/manifests/testing"} {
+			// netexec's HTTPS pair, the curl, dig, getent and bash the
+			// specs run, and the fake registry's tag of pause.
+			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "usr/bin/dig", "usr/bin/getent", "bin/bash", "var/registry/pause/manifests/testing"} {
+				fileMode(t, img, f)
+			}
+		case e2eRegistry + "glibc-dns-testing:2.0.0":
+			for _, f := range []string{"usr/bin/dig", "usr/bin/getent", "bin/seq"} {
 				fileMode(t, img, f)
 			}
 		case e2eRegistry + "nonroot:1.5":
