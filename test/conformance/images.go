@@ -29,7 +29,7 @@ type ImageInputs struct {
 	Programs Programs
 	Pause    string // berth's berth-pause binary
 	Busybox  string // a static busybox (Debian's busybox-static)
-	StandIns        // curl, dig and getent, which busybox lacks
+	StandIns        // curl, dig, getent and a netcat, which busybox lacks
 }
 
 const e2eRegistry = "registry.k8s.io/e2e-test-images/"
@@ -44,6 +44,7 @@ func Images() []Image {
 			From:  "k8s.io/kubernetes/test/images/agnhost (static) on a busybox userland",
 			Substitute: "busybox instead of alpine; curl is test/conformance/curl, a stand-in for the GETs the suite asks of curl; " +
 				"dig and getent are test/conformance/dig and getent, stand-ins for the queries of the DNS specs; " +
+				"nc is test/conformance/nc, a stand-in for OpenBSD netcat's TCP and UDP exchanges (busybox's nc has no -u, -v or -t); " +
 				"the fake registry serves berth's pause image as pause:testing instead of upstream's; " +
 				"no iperf or coredns; agnhost:2.55 is the same 2.63.0 build under the older tag",
 			build: agnhostImage,
@@ -214,14 +215,15 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	})
 }
 
-// standInFiles are dig and getent in /usr/bin, and curl too if withCurl.
-func standInFiles(s StandIns, withCurl bool) ([]imagebuild.File, error) {
+// standInFiles are dig and getent in /usr/bin, and curl and nc too if
+// all (/usr/bin comes before busybox's /bin in the images' PATH).
+func standInFiles(s StandIns, all bool) ([]imagebuild.File, error) {
 	progs := map[string]string{"dig": s.Dig, "getent": s.Getent}
-	if withCurl {
-		progs["curl"] = s.Curl
+	if all {
+		progs["curl"], progs["nc"] = s.Curl, s.Nc
 	}
 	var files []imagebuild.File
-	for _, name := range []string{"curl", "dig", "getent"} {
+	for _, name := range []string{"curl", "dig", "getent", "nc"} {
 		src, ok := progs[name]
 		if !ok {
 			continue

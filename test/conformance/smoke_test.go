@@ -233,7 +233,7 @@ func TestImages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake}}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake, Nc: fake}}
 	files, err := BuildImages(in, filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -261,9 +261,9 @@ func TestImages(t *testing.T) {
 			if strings.Join(c.Entrypoint, " ") != "/agnhost" || strings.Join(c.Cmd, " ") != "pause" {
 				t.Errorf("agnhost entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
 			}
-			// netexec's HTTPS pair, the curl, dig, getent and bash the
-			// specs run, and the fake registry's tag of pause.
-			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "usr/bin/dig", "usr/bin/getent", "bin/bash", "var/registry/pause/manifests/testing"} {
+			// netexec's HTTPS pair, the curl, dig, getent, nc and bash
+			// the specs run, and the fake registry's tag of pause.
+			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "usr/bin/dig", "usr/bin/getent", "usr/bin/nc", "bin/bash", "var/registry/pause/manifests/testing"} {
 				fileMode(t, img, f)
 			}
 		case e2eRegistry + "glibc-dns-testing:2.0.0":
