@@ -44,7 +44,8 @@ func Images() []Image {
 			From:  "k8s.io/kubernetes/test/images/agnhost (static) on a busybox userland",
 			Substitute: "busybox instead of alpine; curl is test/conformance/curl, a stand-in for the GETs the suite asks of curl; " +
 				"dig and getent are test/conformance/dig and getent, stand-ins for the queries of the DNS specs; " +
-				"nc is test/conformance/nc, a stand-in for OpenBSD netcat's TCP and UDP exchanges (busybox's nc has no -u, -v or -t); " +
+				"nc is test/conformance/nc, a stand-in for OpenBSD netcat's TCP and UDP exchanges (busybox's nc has no -u, -v or -t; " +
+				"the image's busybox has its nc applet renamed nd, as its sh runs its own applets before PATH's programs); " +
 				"the fake registry serves berth's pause image as pause:testing instead of upstream's; " +
 				"no iperf or coredns; agnhost:2.55 is the same 2.63.0 build under the older tag",
 			build: agnhostImage,
@@ -179,6 +180,10 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agnhost: %w", err)
 	}
+	noNc, err := busyboxWithoutNc(in.Busybox)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
+	}
 	pause, err := imagebuild.PauseImage(in.Pause)
 	if err != nil {
 		return nil, fmt.Errorf("agnhost: %w", err)
@@ -207,6 +212,7 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	)
 	files = append(files, tls...)
 	files = append(files, standIns...)
+	files = append(files, noNc...)
 	files = append(files, registryFiles...)
 	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
 		c.Entrypoint = []string{"/agnhost"}
@@ -235,6 +241,23 @@ func standInFiles(s StandIns, all bool) ([]imagebuild.File, error) {
 		files = append(files, imagebuild.File{Path: "/usr/bin/" + name, Mode: 0o755, Data: data})
 	}
 	return files, nil
+}
+
+// busyboxWithoutNc is a busybox without its nc applet, which its sh would
+// run instead of the nc stand-in, and /bin/nc made a link to the stand-in.
+func busyboxWithoutNc(busybox string) ([]imagebuild.File, error) {
+	data, err := os.ReadFile(busybox)
+	if err != nil {
+		return nil, fmt.Errorf("busybox: %w", err)
+	}
+	patched, err := hideApplet(data, "nc", "nd")
+	if err != nil {
+		return nil, err
+	}
+	return []imagebuild.File{
+		{Path: "/bin/busybox", Mode: 0o755, Data: patched},
+		{Path: "/bin/nc", Linkname: "../usr/bin/nc"},
+	}, nil
 }
 
 // dnsTestingImage is the DNS specs' second querier: a shell, seq, dig and

@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,8 +265,11 @@ func TestImages(t *testing.T) {
 			}
 			// netexec's HTTPS pair, the curl, dig, getent, nc and bash
 			// the specs run, and the fake registry's tag of pause.
-			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "usr/bin/dig", "usr/bin/getent", "usr/bin/nc", "bin/bash", "var/registry/pause/manifests/testing"} {
+			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "usr/bin/dig", "usr/bin/getent", "usr/bin/nc", "bin/nc", "bin/busybox", "bin/bash", "var/registry/pause/manifests/testing"} {
 				fileMode(t, img, f)
+			}
+			if bb := fileData(t, img, "bin/busybox"); bytes.Contains(bb, []byte("\x00nc\x00")) || !bytes.Contains(bb, []byte("\x00nd\x00")) {
+				t.Errorf("agnhost's busybox still has its nc applet")
 			}
 		case e2eRegistry + "glibc-dns-testing:2.0.0":
 			for _, f := range []string{"usr/bin/dig", "usr/bin/getent", "bin/seq"} {
@@ -283,6 +288,36 @@ func TestImages(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fileData is the content of path in the topmost layer of img that has it.
+func fileData(t *testing.T, img ggcrv1.Image, path string) []byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Name == path {
+				if data, err = io.ReadAll(tr); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rc.Close()
+	}
+	return data
 }
 
 // fileMode is the mode of path in the topmost layer of img that has it.
