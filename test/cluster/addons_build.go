@@ -1,0 +1,133 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Addons are the paths of the programs that make Services and cluster DNS
+// work in a test cluster, and of metrics-server.
+type Addons struct {
+	KubeProxy     string
+	CoreDNS       string
+	MetricsServer string
+}
+
+// addon is one program built from a Go module of its own under tools/: the
+// control plane's cache key (tools/go.mod and go.sum) stays what it was,
+// and each addon's is the hash of its own module.
+type addon struct {
+	name string // the binary's, and the module's directory under tools/
+	pkg  string // what go build is given, in that module
+	// version is the module whose release stamps the binary (-ldflags), or
+	// "" for none.
+	version string
+}
+
+func addonList() []addon {
+	return []addon{
+		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes"},
+		// Its own main package: CoreDNS with the few plugins the tests use.
+		{"coredns", ".", ""},
+		{"metrics-server", "sigs.k8s.io/metrics-server/cmd/metrics-server", ""},
+	}
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}
+
+// BuildAddons returns kube-proxy, CoreDNS and metrics-server, building each
+// first unless it is in its cache: <root>/<name>-<hash of
+// test/cluster/tools/<name>/go.mod and go.sum>/<name>, where root is
+// $BERTH_ADDONS_BIN if set, else <repo>/bin/cluster (beside the control
+// plane's cache). Another worktree's root can be shared that way: a module
+// changed there gets another hash, so its own directory. Progress and the go
+// command's output go to log (nil discards them).
+func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	tools, err := toolsDir(ctx)
+	if err != nil {
+		return Addons{}, err
+	}
+	root := os.Getenv("BERTH_ADDONS_BIN")
+	if root == "" {
+		root = filepath.Join(tools, "..", "..", "..", "bin", "cluster")
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return Addons{}, err
+	}
+	paths := map[string]string{}
+	for _, ad := range addonList() {
+		p, err := buildAddon(ctx, tools, root, ad, log)
+		if err != nil {
+			return Addons{}, err
+		}
+		paths[ad.name] = p
+	}
+	return Addons{KubeProxy: paths["kube-proxy"], CoreDNS: paths["coredns"], MetricsServer: paths["metrics-server"]}, nil
+}
+
+// buildAddon returns the cached binary of ad, building it under the cache
+// directory's lock if it is not there yet.
+func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer) (string, error) {
+	mod := filepath.Join(tools, ad.name)
+	key, err := ToolsHash(mod)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", ad.name, err)
+	}
+	cache := filepath.Join(root, ad.name+"-"+key)
+	bin := filepath.Join(cache, ad.name)
+	if executable(bin) == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", fmt.Errorf("create the binary cache: %w", err)
+	}
+	unlock, err := LockDir(ctx, cache, log)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if executable(bin) == nil { // built by whoever held the lock
+		return bin, nil
+	}
+	tmp, err := os.MkdirTemp(cache, ".build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	args := []string{"build", "-o", filepath.Join(tmp, ad.name)}
+	if ad.version != "" {
+		version, err := goOutput(ctx, mod, log, "list", "-m", "-f", "{{.Version}}", ad.version)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, "-ldflags", VersionLDFlags(version))
+	}
+	start := time.Now()
+	fmt.Fprintf(log, "cluster: building %s into %s\n", ad.name, cache)
+	if _, err := goOutput(ctx, mod, log, append(args, ad.pkg)...); err != nil {
+		return "", err
+	}
+	// Renamed into place only once whole: a killed build leaves no
+	// half-written binary to be found next time.
+	if err := os.Rename(filepath.Join(tmp, ad.name), bin); err != nil {
+		return "", fmt.Errorf("install %s: %w", ad.name, err)
+	}
+	fmt.Fprintf(log, "cluster: built %s in %v\n", ad.name, time.Since(start).Round(time.Second))
+	return bin, nil
+}
