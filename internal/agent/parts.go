@@ -228,10 +228,6 @@ func (p *parts) buildWorkers(ctx context.Context) error {
 // workerDeps are the pod workers' dependencies (podworker.Deps).
 func (p *parts) workerDeps() (podworker.Deps, error) {
 	cfg, log, cluster := p.cfg, p.log, p.claimed.cluster
-	dns, err := kuberuntime.HostDNSConfig("/etc/resolv.conf")
-	if err != nil {
-		log.Warn("reading the host's DNS configuration failed; pods get none", "err", err)
-	}
 	nodeHosts, err := os.ReadFile("/etc/hosts")
 	if err != nil {
 		log.Warn("reading the node's /etc/hosts failed; host-network pods get an empty one", "err", err)
@@ -243,7 +239,9 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 	p.volumes = volume.NewManager(cfg.RootDir, volume.NewMounter(), log)
 	deps := podworker.Deps{
 		Runtime: p.rt.CRI, Volumes: p.volumes, Status: p.statuses, Clock: p.clk, Log: log,
-		NodeName: cfg.NodeName, HostIP: hostIP(cluster), PodLogsDir: cfg.PodLogsDir, DNS: dns,
+		NodeName: cfg.NodeName, HostIP: hostIP(cluster), PodLogsDir: cfg.PodLogsDir,
+		ResolvConf: cfg.DNS.ResolvConf, ClusterDNS: cfg.DNS.ClusterDNSAddresses(), ClusterDomain: cfg.DNS.ClusterDomain,
+		NodeIPs:         nodeIPs(cfg.Cluster.NodeIP),
 		NodeAllocatable: p.host.allocatable, Memory: p.host.memory, NodeHosts: nodeHosts,
 		RuntimeName:        p.rt.Name,
 		SeccompProfileRoot: kuberuntime.SeccompProfileRoot(cfg.RootDir),
@@ -341,4 +339,13 @@ func (p *parts) api() *apiSource {
 	return &apiSource{view: p.view, statuses: p.statuses, pleg: p.relist, nodeName: p.cfg.NodeName, clk: p.clk,
 		cri: p.rt.CRI, capacity: p.host.capacity, allocatable: p.host.allocatable, events: p.recorder,
 		devices: p.devices, images: p.imageGC, evictions: p.evictions, stats: p.summary}
+}
+
+// nodeIPs are the node's configured IPs, as the kubelet's from --node-ip:
+// none when it is not given.
+func nodeIPs(nodeIP string) []string {
+	if nodeIP == "" {
+		return nil
+	}
+	return []string{nodeIP}
 }

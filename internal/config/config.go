@@ -109,6 +109,8 @@ type Config struct {
 	// Cluster is how berth joins a control plane; standalone without a
 	// kubeconfig.
 	Cluster Cluster
+	// DNS is the resolver configuration of pods.
+	DNS DNS
 
 	// BuildVersion is berth's own version, set by the binary (not
 	// configurable): the Node reports it.
@@ -163,6 +165,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.ContainerLogs.validate()...)
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateCluster()...)
+	errs = append(errs, c.DNS.validate()...)
 	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls))
 	return errors.Join(errs...)
 }

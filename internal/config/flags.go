@@ -99,5 +99,6 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Duration(flagContainerGCPeriod, DefaultContainerGCPeriod, "how often the container GC runs")
 	addServingFlags(fs)
 	addClusterFlags(fs)
+	addDNSFlags(fs)
 	fs.String(flagV, "", "alias of --"+flagLogLevel+"; also accepts a kubelet verbosity number (0-3 = info, 4 and up = debug)")
 }

@@ -21,6 +21,8 @@ type host struct {
 	hostname   func() (string, error)
 	executable func() (string, error)
 	lookPath   func(file string) (string, error)
+	// readable reports why a file cannot be read, or nil.
+	readable func(path string) error
 }
 
 func osHost() host {
@@ -36,6 +38,7 @@ func osHost() host {
 			return filepath.EvalSymlinks(exe)
 		},
 		lookPath: exec.LookPath,
+		readable: readableFile,
 	}
 }
 
@@ -69,6 +72,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		ContainerGC:        defaultContainerGC(),
 		ContainerLogs:      defaultContainerLogs(),
 		Cluster:            defaultCluster(),
+		DNS:                defaultDNS(),
 	}
 	portSet := false
 
@@ -83,6 +87,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		applyEvictionFile(&cfg.Eviction, kf.config, kf.set)
 		applyMemoryFile(&cfg.Memory, kf.config)
 		applyClusterFile(&cfg.Cluster, kf.config, kf.set)
+		applyDNSFile(&cfg.DNS, kf.config, kf.set)
 		portSet = kf.set["port"]
 		fileErrs := append(applyResourcesFile(&cfg.Resources, kf.config, kf.set),
 			applyServingFile(&cfg.Serving, kf.config, kf.set),
@@ -108,7 +113,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		cfg.Serving.Port = DefaultClusterPort
 	}
 	cfg.Serving.defaultDelegation(cfg.Cluster.KubeconfigPath)
-	if err := errors.Join(fillHostDefaults(cfg, h), cfg.Validate()); err != nil {
+	if err := errors.Join(fillHostDefaults(cfg, h), cfg.Validate(), cfg.DNS.checkResolvConf(h)); err != nil {
 		if path != "" {
 			return nil, fmt.Errorf("invalid configuration (%s and flags):\n%w", path, err)
 		}
@@ -138,7 +143,8 @@ func honoured(field string) bool {
 		"registerNode", "registerWithTaints", "providerID", "nodeStatusUpdateFrequency",
 		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization",
 		"allowedUnsafeSysctls",
-		"failSwapOn", "memorySwap", "singleProcessOOMKill":
+		"failSwapOn", "memorySwap", "singleProcessOOMKill",
+		"clusterDNS", "clusterDomain", "resolvConf":
 		return true
 	}
 	return false
@@ -237,6 +243,7 @@ func applyFlags(cfg *Config, fs *pflag.FlagSet) []error {
 	}
 	errs = append(errs, applyServingFlags(&cfg.Serving, fs)...)
 	errs = append(errs, applyClusterFlags(&cfg.Cluster, fs)...)
+	errs = append(errs, applyDNSFlags(&cfg.DNS, fs)...)
 	// --log-level wins over its alias --v when both are given.
 	var v string
 	errs = append(errs, override(fs, flagV, fs.GetString, &v))
@@ -364,4 +371,5 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	writeBackEviction(kc, cfg.Eviction)
 	writeBackMemory(kc, cfg.Memory)
 	writeBackContainerLogs(kc, cfg.ContainerLogs)
+	writeBackDNS(kc, cfg.DNS)
 }

@@ -28,6 +28,14 @@ func fakeHost(exe string, files ...string) host {
 			}
 			return "", errors.New("executable file not found")
 		},
+		// The default resolv.conf is taken as readable, whatever this
+		// machine has; any other path is tried.
+		readable: func(path string) error {
+			if path == DefaultResolvConf {
+				return nil
+			}
+			return readableFile(path)
+		},
 	}
 }
 
@@ -87,6 +95,7 @@ func TestLoadDefaults(t *testing.T) {
 		ContainerGC:   ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
 		Memory:        Memory{FailSwapOn: true},
 		ContainerLogs: defaultContainerLogs(),
+		DNS:           DNS{ResolvConf: "/etc/resolv.conf"},
 		Cluster: Cluster{RegisterNode: true, NodeStatusUpdateFrequency: 10 * time.Second,
 			NodeStatusReportFrequency: 5 * time.Minute, NodeLeaseDurationSeconds: 40},
 		// Standalone: no webhooks, every authenticated caller allowed.

@@ -24,18 +24,24 @@ type SandboxOptions struct {
 	// runtime choose.
 	CgroupParent string
 	// ClusterDNS and ClusterDomain are the cluster's DNS service addresses and
-	// domain; empty on a standalone node, where ClusterFirst pods use the
-	// node's resolver.
+	// domain (clusterDNS, clusterDomain); without ClusterDNS, ClusterFirst
+	// pods use the node's resolver, with a MissingClusterDNS warning.
 	ClusterDNS    []string
 	ClusterDomain string
+	// NodeIPs are the node's configured IPs (--node-ip): with no host
+	// resolver configuration, pods of the node's DNS get the local
+	// resolver of each one's family.
+	NodeIPs []string
 }
 
 // SandboxConfig builds the CRI sandbox config of a pod, as the kubelet's
 // generatePodSandboxConfig does. hostDNS is the node's resolver configuration
-// (HostDNSConfig), nil if the node has none; it is not modified.
-func SandboxConfig(pod *v1.Pod, opts SandboxOptions, hostDNS *runtimeapi.DNSConfig) (*runtimeapi.PodSandboxConfig, error) {
+// (HostDNSConfig), nil if the node has none; it is not modified. The
+// warnings are the events the kubelet records while it forms the pod's
+// resolver configuration.
+func SandboxConfig(pod *v1.Pod, opts SandboxOptions, hostDNS *runtimeapi.DNSConfig) (*runtimeapi.PodSandboxConfig, []DNSWarning, error) {
 	if pod.UID == "" || pod.Name == "" {
-		return nil, fmt.Errorf("pod %s/%s: metadata.name and metadata.uid are required", pod.Namespace, pod.Name)
+		return nil, nil, fmt.Errorf("pod %s/%s: metadata.name and metadata.uid are required", pod.Namespace, pod.Name)
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -52,25 +58,24 @@ func SandboxConfig(pod *v1.Pod, opts SandboxOptions, hostDNS *runtimeapi.DNSConf
 	if cfg.Annotations == nil {
 		cfg.Annotations = map[string]string{}
 	}
-	var err error
-	if cfg.DnsConfig, err = podDNSConfig(pod, hostDNS, opts.ClusterDNS, opts.ClusterDomain); err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
+	var warnings []DNSWarning
+	cfg.DnsConfig, warnings = podDNSConfig(pod, hostDNS, opts)
 	// A host-network sandbox shares the node's UTS namespace too, and
 	// containerd refuses to set a hostname there: it must stay empty.
 	if !pod.Spec.HostNetwork {
 		hostname, domain, err := PodHostnameAndDomain(pod, opts.ClusterDomain)
 		if err != nil {
-			return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return nil, nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 		if cfg.Hostname, err = kernelHostname(pod, hostname, domain); err != nil {
-			return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+			return nil, nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
+	var err error
 	if cfg.Linux, err = sandboxLinuxConfig(pod, opts); err != nil {
-		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return nil, nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	return cfg, nil
+	return cfg, warnings, nil
 }
 
 // PodLogsDirectory is the pod's log directory,

@@ -37,7 +37,7 @@ func sandboxPod() *v1.Pod {
 
 func TestSandboxConfigBridge(t *testing.T) {
 	pod := sandboxPod()
-	cfg, err := SandboxConfig(pod, SandboxOptions{PodLogsDir: "/var/log/pods", Attempt: 2}, testHostDNS)
+	cfg, _, err := SandboxConfig(pod, SandboxOptions{PodLogsDir: "/var/log/pods", Attempt: 2}, testHostDNS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSandboxConfigHostNetwork(t *testing.T) {
 		Sysctls: []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}, {Name: "net/ipv4/conf/eth0.100/rp_filter", Value: "0"}},
 	}
 	pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "priv", SecurityContext: &v1.SecurityContext{Privileged: ptr(true)}})
-	cfg, err := SandboxConfig(pod, SandboxOptions{PodLogsDir: "/logs", CgroupParent: "/kubepods/podX"}, testHostDNS)
+	cfg, _, err := SandboxConfig(pod, SandboxOptions{PodLogsDir: "/logs", CgroupParent: "/kubepods/podX"}, testHostDNS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestSandboxHostname(t *testing.T) {
 			if tt.mutate != nil {
 				tt.mutate(pod)
 			}
-			cfg, err := SandboxConfig(pod, tt.opts, nil)
+			cfg, _, err := SandboxConfig(pod, tt.opts, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
@@ -201,7 +201,7 @@ func TestSandboxLabelsCannotBeSpoofed(t *testing.T) {
 	pod := sandboxPod()
 	pod.Labels[container.LabelPodUID] = "someone-else"
 	pod.Labels[container.LabelManagedBy] = "false"
-	cfg, err := SandboxConfig(pod, SandboxOptions{}, nil)
+	cfg, _, err := SandboxConfig(pod, SandboxOptions{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestSandboxLabelsCannotBeSpoofed(t *testing.T) {
 func TestSandboxConfigRequiresIdentity(t *testing.T) {
 	pod := sandboxPod()
 	pod.UID = ""
-	if _, err := SandboxConfig(pod, SandboxOptions{}, nil); err == nil {
+	if _, _, err := SandboxConfig(pod, SandboxOptions{}, nil); err == nil {
 		t.Error("pod without UID accepted")
 	}
 }

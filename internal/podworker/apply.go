@@ -40,13 +40,35 @@ func (w *worker) releaseStartSlot() {
 	}
 }
 
-func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+// sandboxConfig builds the pod's sandbox config. The node's resolv.conf is
+// read each time, as the kubelet's GetPodDNS does, so that a change to it
+// reaches new sandboxes; a file that cannot be read fails the sandbox.
+func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []kuberuntime.DNSWarning, error) {
 	d := w.ws.deps
-	opts := kuberuntime.SandboxOptions{PodLogsDir: d.PodLogsDir, Attempt: attempt}
+	opts := kuberuntime.SandboxOptions{PodLogsDir: d.PodLogsDir, Attempt: attempt,
+		ClusterDNS: d.ClusterDNS, ClusterDomain: d.ClusterDomain, NodeIPs: d.NodeIPs}
 	if d.Cgroups != nil {
 		opts.CgroupParent = d.Cgroups.CgroupParent(pod)
 	}
-	return kuberuntime.SandboxConfig(pod, opts, d.DNS)
+	hostDNS, err := kuberuntime.HostDNSConfig(d.ResolvConf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kuberuntime.SandboxConfig(pod, opts, hostDNS)
+}
+
+// dnsWarnings records the warnings of forming the pod's resolver
+// configuration, on the pod or on the node.
+func (w *worker) dnsWarnings(pod *v1.Pod, warnings []kuberuntime.DNSWarning) {
+	for _, dw := range warnings {
+		if !dw.OnNode {
+			w.event(pod, v1.EventTypeWarning, dw.Reason, dw.Message)
+			continue
+		}
+		if r, ok := w.ws.deps.Events.(NodeEventRecorder); ok {
+			r.NodeEvent(v1.EventTypeWarning, dw.Reason, dw.Message)
+		}
+	}
 }
 
 // containerConfig prepares what container c needs on the host and builds
@@ -134,7 +156,7 @@ func (w *worker) configError(pod *v1.Pod, c *v1.Container, err error, log *slog.
 // the container mounts, as the kubelet does before CreateContainer.
 func (w *worker) prepareFiles(pod *v1.Pod, c *v1.Container, opts *kuberuntime.ContainerOptions) error {
 	d := w.ws.deps
-	hosts, err := kuberuntime.HostsFile(pod, opts.PodIPs, "", d.NodeHosts)
+	hosts, err := kuberuntime.HostsFile(pod, opts.PodIPs, d.ClusterDomain, d.NodeHosts)
 	if err != nil {
 		return err
 	}

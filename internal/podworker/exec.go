@@ -64,10 +64,15 @@ func (ex *execution) run(ctx context.Context, s Step) (after time.Duration, stop
 		}
 		ex.st = stoppedSnapshot(ex.st)
 	case StepPrepareSandbox:
-		cfg, err := w.sandboxConfig(ex.pod, ex.plan.SandboxAttempt)
+		cfg, warnings, err := w.sandboxConfig(ex.pod, ex.plan.SandboxAttempt)
 		if err != nil {
 			w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: err.Error()}
 			return retryAfterError, true
+		}
+		// The config is built on every sync; its warnings are recorded
+		// when a sandbox is made of it, not once a minute for every pod.
+		if ex.plan.CreateSandbox {
+			w.dnsWarnings(ex.pod, warnings)
 		}
 		ex.sbCfg = cfg
 		if !ex.plan.CreateSandbox {

@@ -102,6 +102,12 @@ type EventRecorder interface {
 	Event(pod *v1.Pod, eventType, reason, message string)
 }
 
+// NodeEventRecorder is an EventRecorder that also records events about the
+// node (*events.Recorder is one); a recorder that is not one drops them.
+type NodeEventRecorder interface {
+	NodeEvent(eventType, reason, message string)
+}
+
 // Deps is what every worker shares. All of it is safe for concurrent use.
 type Deps struct {
 	Runtime Runtime
@@ -128,7 +134,16 @@ type Deps struct {
 	NodeName   string
 	HostIP     string
 	PodLogsDir string
-	DNS        *runtimeapi.DNSConfig
+	// ResolvConf is the node's resolver configuration file (resolvConf),
+	// read for each sandbox as the kubelet does; empty means none.
+	ResolvConf string
+	// ClusterDNS and ClusterDomain are the cluster's DNS service addresses
+	// and domain (clusterDNS, clusterDomain).
+	ClusterDNS    []string
+	ClusterDomain string
+	// NodeIPs are the node's configured IPs (--node-ip), whose families
+	// pick the local resolver of pods when ResolvConf is empty.
+	NodeIPs []string
 	// NodeAllocatable backs the downward API when a container sets no limit,
 	// and its memory sizes the OOM score of burstable containers.
 	NodeAllocatable v1.ResourceList
