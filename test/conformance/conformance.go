@@ -91,6 +91,10 @@ func prepare(ctx context.Context, c Config, runDir string) (*Env, RunConfig, err
 	if err != nil {
 		return nil, RunConfig{}, fmt.Errorf("build the e2e suite: %w", err)
 	}
+	addons, err := cluster.BuildAddons(buildCtx, c.Log)
+	if err != nil {
+		return nil, RunConfig{}, fmt.Errorf("build kube-proxy and CoreDNS: %w", err)
+	}
 	imgDir := filepath.Join(runDir, "images")
 	// The nodes hold their own links to the tarballs; the run keeps no copy.
 	defer os.RemoveAll(imgDir)
@@ -105,7 +109,7 @@ func prepare(ctx context.Context, c Config, runDir string) (*Env, RunConfig, err
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancelStart()
-	env, err := StartEnv(startCtx, EnvConfig{Cluster: bins, BerthBin: c.BerthBin, Images: images, Nodes: c.Nodes, Log: c.Log})
+	env, err := StartEnv(startCtx, EnvConfig{Cluster: bins, Addons: addons, BerthBin: c.BerthBin, Images: images, Nodes: c.Nodes, Log: c.Log})
 	if err != nil {
 		return nil, RunConfig{}, err
 	}

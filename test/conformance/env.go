@@ -19,15 +19,19 @@ import (
 // EnvConfig is what StartEnv needs.
 type EnvConfig struct {
 	Cluster  cluster.Binaries
-	BerthBin string   // directory of berth and berth-pause
-	Images   []string // image tarballs every node imports
-	Nodes    int      // how many berth nodes; 2 if zero
+	Addons   cluster.Addons // kube-proxy and CoreDNS: Services and cluster DNS
+	BerthBin string         // directory of berth and berth-pause
+	Images   []string       // image tarballs every node imports
+	Nodes    int            // how many berth nodes; 2 if zero
 	Log      io.Writer
 }
 
-// Env is a control plane of test/cluster with berth nodes joined to it.
+// Env is a control plane of test/cluster with berth nodes joined to it,
+// and kube-proxy and CoreDNS for their Services and cluster DNS.
 type Env struct {
 	CP       *cluster.ControlPlane
+	Proxy    *cluster.KubeProxy
+	DNS      *cluster.CoreDNS
 	Nodes    []*Node
 	Registry *Registry // the images, as a mirror of registry.k8s.io
 	bins     cluster.Binaries
@@ -78,7 +82,7 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 	base := 2 * rand.IntN(120)
 	for i := range cfg.Nodes {
 		n, err := StartNode(ctx, cp, NodeConfig{
-			Name:     fmt.Sprintf("berth-conf-%d", i+1),
+			Name:     nodeName(i),
 			IP:       e.net.ips[i],
 			Index:    i,
 			CIDRBase: base,
@@ -97,8 +101,31 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 			return err
 		}
 	}
+	// As TestClusterNetwork does: kube-proxy acts for a Node that exists.
+	return e.startAddons(ctx, cfg)
+}
+
+// podCIDRs holds every node's pod CIDR, 10.215.x.0/24 (NodeConfig).
+const podCIDRs = "10.215.0.0/16"
+
+// startAddons starts kube-proxy (one for the machine's netfilter, which
+// every node shares; it acts for the first node) and CoreDNS behind the
+// kube-dns Service at cluster.ClusterDNSIP, which the nodes give their
+// pods as their resolver.
+func (e *Env) startAddons(ctx context.Context, cfg EnvConfig) error {
+	fmt.Fprintf(cfg.Log, "conformance: starting kube-proxy and CoreDNS\n")
+	var err error
+	e.Proxy, err = e.CP.StartKubeProxy(ctx, cfg.Addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: podCIDRs, NodeName: nodeName(0)})
+	if err != nil {
+		return fmt.Errorf("start kube-proxy: %w", err)
+	}
+	if e.DNS, err = e.CP.StartCoreDNS(ctx, cfg.Addons.CoreDNS); err != nil {
+		return fmt.Errorf("start CoreDNS: %w", err)
+	}
 	return nil
 }
+
+func nodeName(i int) string { return fmt.Sprintf("berth-conf-%d", i+1) }
 
 // waitReady waits until n's Node is Ready, failing early when berth exits.
 func (e *Env) waitReady(ctx context.Context, n *Node) error {
@@ -156,6 +183,12 @@ func (e *Env) SaveLogs(dir string) error {
 			errs = append(errs, copyFile(p.Log, filepath.Join(dir, filepath.Base(p.Log))))
 		}
 	}
+	if e.Proxy != nil {
+		errs = append(errs, copyFile(e.Proxy.Log(), filepath.Join(dir, "kube-proxy.log")))
+	}
+	if e.DNS != nil {
+		errs = append(errs, copyFile(e.DNS.Log(), filepath.Join(dir, "coredns.log")))
+	}
 	for _, n := range e.Nodes {
 		errs = append(errs, copyFile(n.Log, filepath.Join(dir, n.Name+".log")))
 	}
@@ -187,6 +220,15 @@ func (e *Env) Stop() error {
 		errs = append(errs, e.Nodes[i].Cleanup())
 	}
 	e.Nodes = nil
+	// kube-proxy removes its rules; CoreDNS its Service.
+	if e.DNS != nil {
+		errs = append(errs, e.DNS.Stop())
+		e.DNS = nil
+	}
+	if e.Proxy != nil {
+		errs = append(errs, e.Proxy.Stop())
+		e.Proxy = nil
+	}
 	if e.CP != nil {
 		e.CP.Stop()
 	}

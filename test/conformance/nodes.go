@@ -144,6 +144,9 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		"--read-only-port", "0", // only the secure API may listen beyond loopback
 		"--client-ca-file", cp.KubeletClientCA(),
 		"--pod-cidr", n.cidr,
+		// CoreDNS's kube-dns Service, which kube-proxy makes reachable.
+		"--cluster-dns", cluster.ClusterDNSIP,
+		"--cluster-domain", cluster.ClusterDomain,
 		"--cni-bridge", n.bridge,
 		"--cgroup-root", n.cgroup,
 		"--pause-binary", filepath.Join(cfg.BerthBin, "berth-pause"),
