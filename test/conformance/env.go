@@ -34,6 +34,7 @@ type Env struct {
 	DNS      *cluster.CoreDNS
 	Nodes    []*Node
 	Registry *Registry // the images, as a mirror of registry.k8s.io
+	reject   *serviceReject
 	bins     cluster.Binaries
 	dir      string
 	net      *nodeNet
@@ -115,6 +116,9 @@ const podCIDRs = "10.215.0.0/16"
 func (e *Env) startAddons(ctx context.Context, cfg EnvConfig) error {
 	fmt.Fprintf(cfg.Log, "conformance: starting kube-proxy and CoreDNS\n")
 	var err error
+	if e.reject, err = addServiceReject(ctx, filepath.Base(e.dir)); err != nil {
+		return err
+	}
 	e.Proxy, err = e.CP.StartKubeProxy(ctx, cfg.Addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: podCIDRs, NodeName: nodeName(0)})
 	if err != nil {
 		return fmt.Errorf("start kube-proxy: %w", err)
@@ -228,6 +232,10 @@ func (e *Env) Stop() error {
 	if e.Proxy != nil {
 		errs = append(errs, e.Proxy.Stop())
 		e.Proxy = nil
+	}
+	if e.reject != nil {
+		e.reject.remove()
+		e.reject = nil
 	}
 	if e.CP != nil {
 		e.CP.Stop()
