@@ -68,17 +68,19 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 }
 
 func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
+	// One address per node, and the last for the API server.
+	var err error
+	if e.net, err = addNodeNet(ctx, cfg.Nodes+1); err != nil {
+		return fmt.Errorf("the nodes' addresses: %w", err)
+	}
 	fmt.Fprintf(cfg.Log, "conformance: starting the control plane in %s\n", e.dir)
-	cp, err := cluster.Start(ctx, cfg.Cluster, e.dir, cluster.Options{})
+	cp, err := cluster.Start(ctx, cfg.Cluster, e.dir, cluster.Options{APIServerArgs: apiServerArgs(e.net.ips[cfg.Nodes])})
 	if err != nil {
 		return fmt.Errorf("start the control plane: %w", err)
 	}
 	e.CP = cp
 	if e.Registry, err = StartRegistry(ctx, cfg.Images); err != nil {
 		return err
-	}
-	if e.net, err = addNodeNet(ctx, cfg.Nodes); err != nil {
-		return fmt.Errorf("the nodes' addresses: %w", err)
 	}
 	base := 2 * rand.IntN(120)
 	for i := range cfg.Nodes {
@@ -104,6 +106,18 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 	}
 	// As TestClusterNetwork does: kube-proxy acts for a Node that exists.
 	return e.startAddons(ctx, cfg)
+}
+
+// apiServerArgs make the API server publish itself as the kubernetes
+// Service's endpoint, as a cluster's does (the sig-network spec "should
+// have Endpoints and EndpointSlices pointing to API Server"): test/cluster
+// turns the endpoint reconciler off because it advertises 127.0.0.1, which
+// an Endpoints object may not hold. Here it advertises ip, an address of
+// lo that pods reach through kube-proxy, and listens on every address (its
+// clients need a token or a certificate; 127.0.0.1 stays the run's own
+// address of it).
+func apiServerArgs(ip string) []string {
+	return []string{"--advertise-address=" + ip, "--bind-address=0.0.0.0", "--endpoint-reconciler-type=lease"}
 }
 
 // podCIDRs holds every node's pod CIDR, 10.215.x.0/24 (NodeConfig).
