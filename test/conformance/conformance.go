@@ -24,7 +24,10 @@ type Config struct {
 	Timeout   time.Duration // --ginkgo.timeout of each pass
 	Procs     int           // specs run at once outside the Serial passes; 1 if zero
 	Nodes     int           // berth nodes; 2 if zero
-	Log       io.Writer     // progress and e2e.test's output
+	// NoAddons leaves kube-proxy and CoreDNS out (and the nodes without
+	// cluster DNS): for selections that need no Service, as TestSmoke's.
+	NoAddons bool
+	Log      io.Writer // progress and e2e.test's output
 }
 
 // Run builds what is missing (the control plane, the suite, the images),
@@ -91,9 +94,13 @@ func prepare(ctx context.Context, c Config, runDir string) (*Env, RunConfig, err
 	if err != nil {
 		return nil, RunConfig{}, fmt.Errorf("build the e2e suite: %w", err)
 	}
-	addons, err := cluster.BuildAddons(buildCtx, c.Log)
-	if err != nil {
-		return nil, RunConfig{}, fmt.Errorf("build kube-proxy and CoreDNS: %w", err)
+	var addons *cluster.Addons
+	if !c.NoAddons {
+		a, err := cluster.BuildAddons(buildCtx, c.Log)
+		if err != nil {
+			return nil, RunConfig{}, fmt.Errorf("build kube-proxy and CoreDNS: %w", err)
+		}
+		addons = &a
 	}
 	imgDir := filepath.Join(runDir, "images")
 	// The nodes hold their own links to the tarballs; the run keeps no copy.

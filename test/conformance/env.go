@@ -19,10 +19,10 @@ import (
 // EnvConfig is what StartEnv needs.
 type EnvConfig struct {
 	Cluster  cluster.Binaries
-	Addons   cluster.Addons // kube-proxy and CoreDNS: Services and cluster DNS
-	BerthBin string         // directory of berth and berth-pause
-	Images   []string       // image tarballs every node imports
-	Nodes    int            // how many berth nodes; 2 if zero
+	Addons   *cluster.Addons // kube-proxy and CoreDNS: Services and cluster DNS; none if nil
+	BerthBin string          // directory of berth and berth-pause
+	Images   []string        // image tarballs every node imports
+	Nodes    int             // how many berth nodes; 2 if zero
 	Log      io.Writer
 }
 
@@ -92,6 +92,8 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 			BerthBin: cfg.BerthBin,
 			Images:   cfg.Images,
 			Mirror:   e.Registry,
+			// The kube-dns Service, which kube-proxy makes reachable.
+			ClusterDNS: cfg.Addons != nil,
 		})
 		if err != nil {
 			return err
@@ -103,6 +105,9 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 		if err := e.waitReady(ctx, n); err != nil {
 			return err
 		}
+	}
+	if cfg.Addons == nil {
+		return nil
 	}
 	// As TestClusterNetwork does: kube-proxy acts for a Node that exists.
 	return e.startAddons(ctx, cfg)
