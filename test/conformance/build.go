@@ -260,17 +260,28 @@ func lastBytes(b []byte, n int) []byte {
 	return b
 }
 
-// BuildCurl builds test/conformance/curl, static, into dir.
-func BuildCurl(ctx context.Context, dir string, log io.Writer) (string, error) {
+// StandIns are test/conformance's own programs, static, that the images
+// carry in place of upstream's: curl, dig, getent and nc.
+type StandIns struct{ Curl, Dig, Getent, Nc string }
+
+// BuildStandIns builds test/conformance/curl, dig, getent and nc, static,
+// into dir.
+func BuildStandIns(ctx context.Context, dir string, log io.Writer) (StandIns, error) {
 	repo, err := RepoRoot()
 	if err != nil {
-		return "", err
+		return StandIns{}, err
 	}
-	out := filepath.Join(dir, "curl")
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	if err := goRun(ctx, repo, true, log, "build", "-o", out, "./test/conformance/curl"); err != nil {
-		return "", err
+	var s StandIns
+	for _, p := range []struct {
+		name string
+		out  *string
+	}{{"curl", &s.Curl}, {"dig", &s.Dig}, {"getent", &s.Getent}, {"nc", &s.Nc}} {
+		*p.out = filepath.Join(dir, p.name)
+		if err := goRun(ctx, repo, true, log, "build", "-o", *p.out, "./test/conformance/"+p.name); err != nil {
+			return StandIns{}, err
+		}
 	}
-	return out, nil
+	return s, nil
 }

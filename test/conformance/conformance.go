@@ -24,7 +24,10 @@ type Config struct {
 	Timeout   time.Duration // --ginkgo.timeout of each pass
 	Procs     int           // specs run at once outside the Serial passes; 1 if zero
 	Nodes     int           // berth nodes; 2 if zero
-	Log       io.Writer     // progress and e2e.test's output
+	// NoAddons leaves kube-proxy and CoreDNS out (and the nodes without
+	// cluster DNS): for selections that need no Service, as TestSmoke's.
+	NoAddons bool
+	Log      io.Writer // progress and e2e.test's output
 }
 
 // Run builds what is missing (the control plane, the suite, the images),
@@ -91,21 +94,29 @@ func prepare(ctx context.Context, c Config, runDir string) (*Env, RunConfig, err
 	if err != nil {
 		return nil, RunConfig{}, fmt.Errorf("build the e2e suite: %w", err)
 	}
+	var addons *cluster.Addons
+	if !c.NoAddons {
+		a, err := cluster.BuildAddons(buildCtx, c.Log)
+		if err != nil {
+			return nil, RunConfig{}, fmt.Errorf("build kube-proxy and CoreDNS: %w", err)
+		}
+		addons = &a
+	}
 	imgDir := filepath.Join(runDir, "images")
 	// The nodes hold their own links to the tarballs; the run keeps no copy.
 	defer os.RemoveAll(imgDir)
-	curl, err := BuildCurl(buildCtx, imgDir, c.Log)
+	standIns, err := BuildStandIns(buildCtx, imgDir, c.Log)
 	if err != nil {
-		return nil, RunConfig{}, fmt.Errorf("build curl: %w", err)
+		return nil, RunConfig{}, fmt.Errorf("build the stand-ins: %w", err)
 	}
-	in := ImageInputs{Programs: progs, Pause: filepath.Join(c.BerthBin, "berth-pause"), Busybox: c.Busybox, Curl: curl}
+	in := ImageInputs{Programs: progs, Pause: filepath.Join(c.BerthBin, "berth-pause"), Busybox: c.Busybox, StandIns: standIns}
 	images, err := BuildImages(in, imgDir)
 	if err != nil {
 		return nil, RunConfig{}, fmt.Errorf("build the images: %w", err)
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancelStart()
-	env, err := StartEnv(startCtx, EnvConfig{Cluster: bins, BerthBin: c.BerthBin, Images: images, Nodes: c.Nodes, Log: c.Log})
+	env, err := StartEnv(startCtx, EnvConfig{Cluster: bins, Addons: addons, BerthBin: c.BerthBin, Images: images, Nodes: c.Nodes, Log: c.Log})
 	if err != nil {
 		return nil, RunConfig{}, err
 	}

@@ -19,17 +19,22 @@ import (
 // EnvConfig is what StartEnv needs.
 type EnvConfig struct {
 	Cluster  cluster.Binaries
-	BerthBin string   // directory of berth and berth-pause
-	Images   []string // image tarballs every node imports
-	Nodes    int      // how many berth nodes; 2 if zero
+	Addons   *cluster.Addons // kube-proxy and CoreDNS: Services and cluster DNS; none if nil
+	BerthBin string          // directory of berth and berth-pause
+	Images   []string        // image tarballs every node imports
+	Nodes    int             // how many berth nodes; 2 if zero
 	Log      io.Writer
 }
 
-// Env is a control plane of test/cluster with berth nodes joined to it.
+// Env is a control plane of test/cluster with berth nodes joined to it,
+// and kube-proxy and CoreDNS for their Services and cluster DNS.
 type Env struct {
 	CP       *cluster.ControlPlane
+	Proxy    *cluster.KubeProxy
+	DNS      *cluster.CoreDNS
 	Nodes    []*Node
 	Registry *Registry // the images, as a mirror of registry.k8s.io
+	reject   *serviceReject
 	bins     cluster.Binaries
 	dir      string
 	net      *nodeNet
@@ -63,8 +68,13 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 }
 
 func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
+	// One address per node, and the last for the API server.
+	var err error
+	if e.net, err = addNodeNet(ctx, cfg.Nodes+1); err != nil {
+		return fmt.Errorf("the nodes' addresses: %w", err)
+	}
 	fmt.Fprintf(cfg.Log, "conformance: starting the control plane in %s\n", e.dir)
-	cp, err := cluster.Start(ctx, cfg.Cluster, e.dir, cluster.Options{})
+	cp, err := cluster.Start(ctx, cfg.Cluster, e.dir, cluster.Options{APIServerArgs: apiServerArgs(e.net.ips[cfg.Nodes])})
 	if err != nil {
 		return fmt.Errorf("start the control plane: %w", err)
 	}
@@ -72,19 +82,18 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 	if e.Registry, err = StartRegistry(ctx, cfg.Images); err != nil {
 		return err
 	}
-	if e.net, err = addNodeNet(ctx, cfg.Nodes); err != nil {
-		return fmt.Errorf("the nodes' addresses: %w", err)
-	}
 	base := 2 * rand.IntN(120)
 	for i := range cfg.Nodes {
 		n, err := StartNode(ctx, cp, NodeConfig{
-			Name:     fmt.Sprintf("berth-conf-%d", i+1),
+			Name:     nodeName(i),
 			IP:       e.net.ips[i],
 			Index:    i,
 			CIDRBase: base,
 			BerthBin: cfg.BerthBin,
 			Images:   cfg.Images,
 			Mirror:   e.Registry,
+			// The kube-dns Service, which kube-proxy makes reachable.
+			ClusterDNS: cfg.Addons != nil,
 		})
 		if err != nil {
 			return err
@@ -97,8 +106,49 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 			return err
 		}
 	}
+	if cfg.Addons == nil {
+		return nil
+	}
+	// As TestClusterNetwork does: kube-proxy acts for a Node that exists.
+	return e.startAddons(ctx, cfg)
+}
+
+// apiServerArgs make the API server publish itself as the kubernetes
+// Service's endpoint, as a cluster's does (the sig-network spec "should
+// have Endpoints and EndpointSlices pointing to API Server"): test/cluster
+// turns the endpoint reconciler off because it advertises 127.0.0.1, which
+// an Endpoints object may not hold. Here it advertises ip, an address of
+// lo that pods reach through kube-proxy, and listens on every address (its
+// clients need a token or a certificate; 127.0.0.1 stays the run's own
+// address of it).
+func apiServerArgs(ip string) []string {
+	return []string{"--advertise-address=" + ip, "--bind-address=0.0.0.0", "--endpoint-reconciler-type=lease"}
+}
+
+// podCIDRs holds every node's pod CIDR, 10.215.x.0/24 (NodeConfig).
+const podCIDRs = "10.215.0.0/16"
+
+// startAddons starts kube-proxy (one for the machine's netfilter, which
+// every node shares; it acts for the first node) and CoreDNS behind the
+// kube-dns Service at cluster.ClusterDNSIP, which the nodes give their
+// pods as their resolver.
+func (e *Env) startAddons(ctx context.Context, cfg EnvConfig) error {
+	fmt.Fprintf(cfg.Log, "conformance: starting kube-proxy and CoreDNS\n")
+	var err error
+	if e.reject, err = addServiceReject(ctx, filepath.Base(e.dir)); err != nil {
+		return err
+	}
+	e.Proxy, err = e.CP.StartKubeProxy(ctx, cfg.Addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: podCIDRs, NodeName: nodeName(0)})
+	if err != nil {
+		return fmt.Errorf("start kube-proxy: %w", err)
+	}
+	if e.DNS, err = e.CP.StartCoreDNS(ctx, cfg.Addons.CoreDNS); err != nil {
+		return fmt.Errorf("start CoreDNS: %w", err)
+	}
 	return nil
 }
+
+func nodeName(i int) string { return fmt.Sprintf("berth-conf-%d", i+1) }
 
 // waitReady waits until n's Node is Ready, failing early when berth exits.
 func (e *Env) waitReady(ctx context.Context, n *Node) error {
@@ -156,6 +206,12 @@ func (e *Env) SaveLogs(dir string) error {
 			errs = append(errs, copyFile(p.Log, filepath.Join(dir, filepath.Base(p.Log))))
 		}
 	}
+	if e.Proxy != nil {
+		errs = append(errs, copyFile(e.Proxy.Log(), filepath.Join(dir, "kube-proxy.log")))
+	}
+	if e.DNS != nil {
+		errs = append(errs, copyFile(e.DNS.Log(), filepath.Join(dir, "coredns.log")))
+	}
 	for _, n := range e.Nodes {
 		errs = append(errs, copyFile(n.Log, filepath.Join(dir, n.Name+".log")))
 	}
@@ -187,6 +243,19 @@ func (e *Env) Stop() error {
 		errs = append(errs, e.Nodes[i].Cleanup())
 	}
 	e.Nodes = nil
+	// kube-proxy removes its rules; CoreDNS its Service.
+	if e.DNS != nil {
+		errs = append(errs, e.DNS.Stop())
+		e.DNS = nil
+	}
+	if e.Proxy != nil {
+		errs = append(errs, e.Proxy.Stop())
+		e.Proxy = nil
+	}
+	if e.reject != nil {
+		e.reject.remove()
+		e.reject = nil
+	}
 	if e.CP != nil {
 		e.CP.Stop()
 	}

@@ -29,7 +29,7 @@ type ImageInputs struct {
 	Programs Programs
 	Pause    string // berth's berth-pause binary
 	Busybox  string // a static busybox (Debian's busybox-static)
-	Curl     string // test/conformance/curl, static: agnhost's curl
+	StandIns        // curl, dig, getent and a netcat, which busybox lacks
 }
 
 const e2eRegistry = "registry.k8s.io/e2e-test-images/"
@@ -43,8 +43,11 @@ func Images() []Image {
 			Names: []string{e2eRegistry + "agnhost:2.63.0", e2eRegistry + "agnhost:2.55"},
 			From:  "k8s.io/kubernetes/test/images/agnhost (static) on a busybox userland",
 			Substitute: "busybox instead of alpine; curl is test/conformance/curl, a stand-in for the GETs the suite asks of curl; " +
+				"dig and getent are test/conformance/dig and getent, stand-ins for the queries of the DNS specs; " +
+				"nc is test/conformance/nc, a stand-in for OpenBSD netcat's TCP and UDP exchanges (busybox's nc has no -u, -v or -t; " +
+				"the image's busybox has its nc applet renamed nd, as its sh runs its own applets before PATH's programs); " +
 				"the fake registry serves berth's pause image as pause:testing instead of upstream's; " +
-				"no dig, iperf or coredns; agnhost:2.55 is the same 2.63.0 build under the older tag",
+				"no iperf or coredns; agnhost:2.55 is the same 2.63.0 build under the older tag",
 			build: agnhostImage,
 		},
 		{
@@ -66,10 +69,12 @@ func Images() []Image {
 			build:      nginxImage,
 		},
 		{
-			Names:      []string{e2eRegistry + "glibc-dns-testing:2.0.0"},
-			From:       "the busybox image",
-			Substitute: "busybox's hostname and sh instead of Debian's glibc tools: the hostname-override specs run `hostname` and `hostname -f`",
-			build:      func(in ImageInputs) (ggcrv1.Image, error) { return imagebuild.BusyboxImage(in.Busybox) },
+			// Formerly jessie-dnsutils: the DNS specs' second querier.
+			Names: []string{e2eRegistry + "glibc-dns-testing:2.0.0"},
+			From:  "the busybox image with test/conformance/dig and getent",
+			Substitute: "busybox's hostname and sh instead of Debian's glibc tools: the hostname-override specs run `hostname` and `hostname -f`; " +
+				"dig and getent are the stand-ins agnhost has (Go's resolver, not glibc's)",
+			build: dnsTestingImage,
 		},
 		{
 			Names:      []string{e2eRegistry + "nonroot:1.5"},
@@ -171,9 +176,13 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agnhost: %w", err)
 	}
-	curl, err := os.ReadFile(in.Curl)
+	standIns, err := standInFiles(in.StandIns, true)
 	if err != nil {
-		return nil, fmt.Errorf("agnhost: curl: %w", err)
+		return nil, fmt.Errorf("agnhost: %w", err)
+	}
+	noNc, err := busyboxWithoutNc(in.Busybox)
+	if err != nil {
+		return nil, fmt.Errorf("agnhost: %w", err)
 	}
 	pause, err := imagebuild.PauseImage(in.Pause)
 	if err != nil {
@@ -198,17 +207,67 @@ func agnhostImage(in ImageInputs) (ggcrv1.Image, error) {
 		imagebuild.File{Path: "/bin/bash", Mode: 0o755, Data: []byte("#!/bin/sh\nexec /bin/sh \"$@\"\n")},
 		imagebuild.File{Path: "/agnhost", Mode: 0o755, Data: data},
 		imagebuild.File{Path: "/agnhost-2", Linkname: "agnhost"},
-		imagebuild.File{Path: "/usr/bin/curl", Mode: 0o755, Data: curl},
 		imagebuild.File{Path: "/uploads", Dir: true},
 		imagebuild.File{Path: "/home/user-defined-in-image", Dir: true},
 	)
 	files = append(files, tls...)
+	files = append(files, standIns...)
+	files = append(files, noNc...)
 	files = append(files, registryFiles...)
 	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) {
 		c.Entrypoint = []string{"/agnhost"}
 		c.Cmd = []string{"pause"}
 		c.ExposedPorts = map[string]struct{}{"80/tcp": {}, "8080/tcp": {}, "8081/tcp": {}, "9376/tcp": {}, "5000/tcp": {}}
 	})
+}
+
+// standInFiles are dig and getent in /usr/bin, and curl and nc too if
+// all (/usr/bin comes before busybox's /bin in the images' PATH).
+func standInFiles(s StandIns, all bool) ([]imagebuild.File, error) {
+	progs := map[string]string{"dig": s.Dig, "getent": s.Getent}
+	if all {
+		progs["curl"], progs["nc"] = s.Curl, s.Nc
+	}
+	var files []imagebuild.File
+	for _, name := range []string{"curl", "dig", "getent", "nc"} {
+		src, ok := progs[name]
+		if !ok {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		files = append(files, imagebuild.File{Path: "/usr/bin/" + name, Mode: 0o755, Data: data})
+	}
+	return files, nil
+}
+
+// busyboxWithoutNc is a busybox without its nc applet, which its sh would
+// run instead of the nc stand-in, and /bin/nc made a link to the stand-in.
+func busyboxWithoutNc(busybox string) ([]imagebuild.File, error) {
+	data, err := os.ReadFile(busybox)
+	if err != nil {
+		return nil, fmt.Errorf("busybox: %w", err)
+	}
+	patched, err := hideApplet(data, "nc", "nd")
+	if err != nil {
+		return nil, err
+	}
+	return []imagebuild.File{
+		{Path: "/bin/busybox", Mode: 0o755, Data: patched},
+		{Path: "/bin/nc", Linkname: "../usr/bin/nc"},
+	}, nil
+}
+
+// dnsTestingImage is the DNS specs' second querier: a shell, seq, dig and
+// getent.
+func dnsTestingImage(in ImageInputs) (ggcrv1.Image, error) {
+	files, err := standInFiles(in.StandIns, false)
+	if err != nil {
+		return nil, fmt.Errorf("glibc-dns-testing: %w", err)
+	}
+	return onBusybox(in.Busybox, files, func(*ggcrv1.Config) {})
 }
 
 // nginxImage serves an index page on port 80 with busybox's httpd.

@@ -85,6 +85,8 @@ type NodeConfig struct {
 	BerthBin string    // directory of berth and berth-pause
 	Images   []string  // tarballs linked into <root>/images
 	Mirror   *Registry // registry.k8s.io's mirror; none if nil
+	// ClusterDNS gives the pods CoreDNS's kube-dns Service as resolver.
+	ClusterDNS bool
 }
 
 // StartNode starts a berth that joins cp as cfg.Name. It returns once the
@@ -148,6 +150,9 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		"--cgroup-root", n.cgroup,
 		"--pause-binary", filepath.Join(cfg.BerthBin, "berth-pause"),
 	)
+	if cfg.ClusterDNS {
+		n.cmd.Args = append(n.cmd.Args, "--cluster-dns", cluster.ClusterDNSIP, "--cluster-domain", cluster.ClusterDomain)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	// A group of its own: a terminal's Ctrl-C is for the suite, and the
 	// node must serve until the suite has cleaned up.

@@ -53,7 +53,9 @@ type Selection struct {
 
 // Passes turns s into e2e.test runs. The default selection is every
 // NodeConformance spec, then every sig-node Conformance spec that is not
-// also NodeConformance, then the Serial specs of both.
+// also NodeConformance, then every such sig-network one (Services, DNS and
+// pod networking, which the harness's kube-proxy and CoreDNS provide),
+// then the Serial specs of all three.
 func (s Selection) Passes() []Pass {
 	filter := s.LabelFilter
 	if filter == "" {
@@ -70,10 +72,11 @@ func (s Selection) Passes() []Pass {
 			{Name: "focus-serial", LabelFilter: and(filter, "Serial"), Focus: []string{s.Focus}, Skip: skip, Serial: true},
 		}
 	}
-	const nodeConf, sigNodeConf = "NodeConformance", "sig-node && Conformance"
+	const nodeConf, sigNodeConf, sigNetConf = "NodeConformance", "sig-node && Conformance", "sig-network && Conformance"
 	return []Pass{
 		{Name: "node-conformance", LabelFilter: and(filter, nodeConf, "!Serial"), Skip: skip},
 		{Name: "sig-node-conformance", LabelFilter: and(filter, sigNodeConf, "!NodeConformance", "!Serial"), Skip: skip},
-		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+")", "Serial"), Skip: skip, Serial: true},
+		{Name: "sig-network-conformance", LabelFilter: and(filter, sigNetConf, "!NodeConformance", "!Serial"), Skip: skip},
+		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+")", "Serial"), Skip: skip, Serial: true},
 	}
 }

@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +75,9 @@ func TestSmoke(t *testing.T) {
 		Timeout:   15 * time.Minute,
 		Procs:     3,
 		Log:       &log,
+		// Its eight specs use no Service: no kube-proxy (one per machine)
+		// to wait for, nor its build.
+		NoAddons: true,
 	})
 	var sum strings.Builder
 	s.WriteText(&sum, true)
@@ -143,7 +148,7 @@ func berthBin(t *testing.T) string {
 // TestSelection checks the passes the default selection and a focus make.
 func TestSelection(t *testing.T) {
 	def := Selection{}.Passes()
-	if len(def) != 3 || def[0].Name != "node-conformance" || def[2].Name != "serial" {
+	if len(def) != 4 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" || def[3].Name != "serial" {
 		t.Fatalf("default passes = %+v", def)
 	}
 	for _, p := range def {
@@ -156,8 +161,11 @@ func TestSelection(t *testing.T) {
 			t.Errorf("pass %s does not exclude Feature labels: %s", p.Name, p.LabelFilter)
 		}
 	}
-	if def[0].Serial || def[1].Serial || !def[2].Serial {
+	if def[0].Serial || def[1].Serial || def[2].Serial || !def[3].Serial {
 		t.Errorf("only the serial pass is Serial: %+v", def)
+	}
+	if !strings.Contains(def[3].LabelFilter, "(sig-network && Conformance)") {
+		t.Errorf("the serial pass leaves out sig-network's Serial specs: %s", def[3].LabelFilter)
 	}
 	focus := Selection{Focus: "x", Skip: "y", LabelFilter: "Slow"}.Passes()
 	if len(focus) != 2 || focus[0].Focus[0] != "x" || focus[1].Skip[0] != "y" ||
@@ -230,7 +238,7 @@ func TestImages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", Curl: fake}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake, Nc: fake}}
 	files, err := BuildImages(in, filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -258,9 +266,16 @@ func TestImages(t *testing.T) {
 			if strings.Join(c.Entrypoint, " ") != "/agnhost" || strings.Join(c.Cmd, " ") != "pause" {
 				t.Errorf("agnhost entrypoint %q cmd %q", c.Entrypoint, c.Cmd)
 			}
-			// netexec's HTTPS pair, the curl and bash the specs run, and
-			// the fake registry's tag of pause.
-			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "bin/bash", "var/registry/pause/manifests/testing"} {
+			// netexec's HTTPS pair, the curl, dig, getent, nc and bash
+			// the specs run, and the fake registry's tag of pause.
+			for _, f := range []string{"localhost.crt", "localhost.key", "usr/bin/curl", "usr/bin/dig", "usr/bin/getent", "usr/bin/nc", "bin/nc", "bin/busybox", "bin/bash", "var/registry/pause/manifests/testing"} {
+				fileMode(t, img, f)
+			}
+			if bb := fileData(t, img, "bin/busybox"); bytes.Contains(bb, []byte("\x00nc\x00")) || !bytes.Contains(bb, []byte("\x00nd\x00")) {
+				t.Errorf("agnhost's busybox still has its nc applet")
+			}
+		case e2eRegistry + "glibc-dns-testing:2.0.0":
+			for _, f := range []string{"usr/bin/dig", "usr/bin/getent", "bin/seq"} {
 				fileMode(t, img, f)
 			}
 		case e2eRegistry + "nonroot:1.5":
@@ -276,6 +291,36 @@ func TestImages(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fileData is the content of path in the topmost layer of img that has it.
+func fileData(t *testing.T, img ggcrv1.Image, path string) []byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data []byte
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Name == path {
+				if data, err = io.ReadAll(tr); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		rc.Close()
+	}
+	return data
 }
 
 // fileMode is the mode of path in the topmost layer of img that has it.

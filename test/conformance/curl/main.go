@@ -3,7 +3,8 @@
 // the GETs the e2e suite's commands ask of curl, with the flags they use:
 // -s, -q and -g (accepted, nothing to do), -i (print the status line and
 // headers first), -o FILE, -w '%{http_code}', --max-time and
-// --connect-timeout (seconds). Like curl without -f, an HTTP error status
+// --connect-timeout (seconds), --interface (a local address or an
+// interface's name: the connection's source). Like curl without -f, an HTTP error status
 // is still success; a failed connection exits 7, a timeout 28.
 package main
 
@@ -22,6 +23,7 @@ import (
 
 type options struct {
 	url, out, format string
+	iface            string // --interface: the source address's IP or device
 	include          bool
 	maxTime, connect time.Duration
 }
@@ -55,6 +57,8 @@ func parse(args []string) (options, error) {
 			o.out, err = value()
 		case "-w", "--write-out":
 			o.format, err = value()
+		case "--interface":
+			o.iface, err = value()
 		case "-m", "--max-time", "--connect-timeout":
 			var v string
 			if v, err = value(); err == nil {
@@ -103,6 +107,14 @@ func get(o options) int {
 		defer cancel()
 	}
 	dialer := &net.Dialer{Timeout: o.connect}
+	if o.iface != "" {
+		ip, err := sourceIP(o.iface)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "curl:", err)
+			return 45 // curl's "interface error"
+		}
+		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url, nil)
 	if err != nil {
@@ -139,4 +151,26 @@ func get(o options) int {
 	}
 	fmt.Fprint(os.Stdout, strings.ReplaceAll(o.format, "%{http_code}", strconv.Itoa(resp.StatusCode)))
 	return 0
+}
+
+// sourceIP is --interface's address: the IP given, or the first address of
+// the device named.
+func sourceIP(iface string) (net.IP, error) {
+	if ip := net.ParseIP(iface); ip != nil {
+		return ip, nil
+	}
+	dev, err := net.InterfaceByName(iface)
+	if err != nil {
+		return nil, fmt.Errorf("--interface %s: %w", iface, err)
+	}
+	addrs, err := dev.Addrs()
+	if err != nil {
+		return nil, fmt.Errorf("--interface %s: %w", iface, err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			return n.IP, nil
+		}
+	}
+	return nil, fmt.Errorf("--interface %s: the device has no address", iface)
 }
