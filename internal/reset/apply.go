@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/hostclean"
+	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
@@ -125,10 +126,12 @@ func (a *applier) do(ctx context.Context, k StepKind) error {
 		return removeNetNS(a.f.NetNS)
 	case RemoveRules:
 		return removeRules(ctx, a.o.Network, a.f.SandboxIDs)
+	case RemoveMasquerade:
+		return removeMasquerade(ctx, a.f.Masquerade)
 	case RemoveCNICache:
 		return resultCache(a.o).Remove(a.f.CNICache)
 	case DeleteBridge:
-		return deleteBridge(ctx, a.o.Bridge)
+		return errors.Join(deleteBridge(ctx, a.o.Bridge), deleteBridge(ctx, a.f.RangeBridge))
 	case Unmount:
 		return hostclean.UnmountUnder(filepath.Clean(a.o.RootDir))
 	case RemoveCgroups:
@@ -245,6 +248,21 @@ func removeRules(ctx context.Context, network string, ids []string) error {
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sandbox %s: %w", h.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeMasquerade deletes berth's masquerade chain of each pod CIDR and
+// the POSTROUTING jumps to it, one iptables-restore transaction per CIDR.
+func removeMasquerade(ctx context.Context, jumps map[string][]string) error {
+	var errs []error
+	for cidr, lines := range jumps {
+		rctx, cancel := context.WithTimeout(ctx, iptablesTimeout)
+		err := cnigc.IPTables{}.Restore(rctx, network.UnmasqueradeScript(cidr, lines))
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("masquerade chain of %s: %w", cidr, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -2,6 +2,7 @@ package reset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/hostclean"
+	"github.com/berth-dev/berth/internal/network"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
 
@@ -65,6 +67,12 @@ func Inspect(ctx context.Context, o Options) (Facts, error) {
 		}
 	}
 	f.Bridge = isBridge(o.Bridge)
+	if bridge, cidr := confListNetwork(o); cidr != "" {
+		f.Masquerade = masquerade(ctx, cidr)
+		if bridge != o.Bridge && isBridge(bridge) {
+			f.RangeBridge = bridge
+		}
+	}
 	f.Mounts = mountsUnder(o.RootDir)
 	f.Cgroups = cgroupDirs(o.CgroupRoot)
 	f.PodLogDirs = prefixed(o.PodLogsDir, SelectPodLogDirs(dirNames(o.PodLogsDir), f.PodUIDs))
@@ -286,6 +294,50 @@ func berthRules(ctx context.Context, network string, ids []string) []*cnigc.Held
 		return nil
 	}
 	return SelectRules(nat, network, ids)
+}
+
+// confListNetwork is the bridge and pod CIDR of the conflist berth wrote
+// into its root dir; "" for both where there is none (the host's CNI
+// configuration, or nothing run) or it cannot be read.
+func confListNetwork(o Options) (bridge, cidr string) {
+	data, err := os.ReadFile(filepath.Join(o.RootDir, "cni", "net.d", network.ConfListName))
+	if err != nil {
+		return "", ""
+	}
+	var conf struct {
+		Plugins []struct {
+			Type, Bridge string
+			IPAM         struct{ Ranges [][]struct{ Subnet string } }
+		}
+	}
+	if json.Unmarshal(data, &conf) != nil {
+		return "", ""
+	}
+	for _, p := range conf.Plugins {
+		if p.Type == "bridge" && len(p.IPAM.Ranges) > 0 && len(p.IPAM.Ranges[0]) > 0 {
+			return p.Bridge, p.IPAM.Ranges[0][0].Subnet
+		}
+	}
+	return "", ""
+}
+
+// masquerade reads berth's masquerade chain of cidr, and its jumps, from
+// the nat table; nothing where iptables is not installed.
+func masquerade(ctx context.Context, cidr string) map[string][]string {
+	ctx, cancel := context.WithTimeout(ctx, iptablesTimeout)
+	defer cancel()
+	save, err := cnigc.IPTables{}.SaveNAT(ctx)
+	if err != nil {
+		return nil
+	}
+	nat, err := cnigc.ParseNAT(save)
+	if err != nil {
+		return nil
+	}
+	if jumps := MasqueradeJumps(nat, []string{cidr}); len(jumps) > 0 {
+		return jumps
+	}
+	return nil
 }
 
 func isBridge(name string) bool {

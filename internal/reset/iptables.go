@@ -2,6 +2,7 @@ package reset
 
 import (
 	"github.com/berth-dev/berth/internal/cnigc"
+	"github.com/berth-dev/berth/internal/network"
 )
 
 // SelectRules picks what the nat table holds for berth's sandboxes on CNI
@@ -34,4 +35,26 @@ func ruleCount(held []*cnigc.Held) int {
 		n += len(h.Rules) + len(h.Chains)
 	}
 	return n
+}
+
+// MasqueradeJumps are, for each pod CIDR whose masquerade chain berth made
+// (network.MasqueradeScript, with --cluster-cidr), the POSTROUTING rules
+// jumping to it, as iptables-save prints them; a CIDR whose chain is not
+// in the table is left out. The chain is named after the CIDR alone, so
+// only a CIDR this berth used (its conflist's) ties a chain to it.
+func MasqueradeJumps(nat cnigc.NAT, podCIDRs []string) map[string][]string {
+	out := map[string][]string{}
+	for _, cidr := range podCIDRs {
+		chain := network.MasqChain(cidr)
+		if !nat.Chains[chain] {
+			continue
+		}
+		out[cidr] = nil
+		for _, r := range nat.Rules {
+			if r.Chain == "POSTROUTING" && r.Jump() == chain {
+				out[cidr] = append(out[cidr], r.Line)
+			}
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/internal/cnigc"
+	"github.com/berth-dev/berth/internal/network"
 )
 
 // As iptables-save prints the rules of the bridge (ipMasq) and portmap
@@ -70,5 +71,29 @@ func TestSelectRules(t *testing.T) {
 	}
 	if held := SelectRules(nat, "berth", nil); len(held) != 0 {
 		t.Errorf("no sandboxes of ours, yet %+v", held)
+	}
+}
+
+// Berth's masquerade chains of two nodes' pod CIDRs (network.MasqueradeScript
+// as applied): only the CIDR asked for is selected, with its jump.
+func TestMasqueradeJumps(t *testing.T) {
+	mine, theirs := network.MasqChain("10.222.1.0/24"), network.MasqChain("10.222.2.0/24")
+	save := "*nat\n:POSTROUTING ACCEPT [0:0]\n:" + mine + " - [0:0]\n:" + theirs + " - [0:0]\n" +
+		"-A POSTROUTING -s 10.222.1.0/24 -m comment --comment \"" + network.MasqComment("10.222.1.0/24") + "\" -j " + mine + "\n" +
+		"-A POSTROUTING -s 10.222.2.0/24 -m comment --comment \"" + network.MasqComment("10.222.2.0/24") + "\" -j " + theirs + "\n" +
+		"-A " + mine + " -d 10.222.0.0/16 -j RETURN\n-A " + mine + " -j MASQUERADE\nCOMMIT\n"
+	nat, err := cnigc.ParseNAT(save)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := MasqueradeJumps(nat, []string{"10.222.1.0/24", "10.222.9.0/24"})
+	want := "-A POSTROUTING -s 10.222.1.0/24 -m comment --comment \"berth masquerade for 10.222.1.0/24\" -j " + mine
+	if len(got) != 1 || len(got["10.222.1.0/24"]) != 1 || got["10.222.1.0/24"][0] != want {
+		t.Errorf("MasqueradeJumps = %q, want only 10.222.1.0/24's jump %q", got, want)
+	}
+	// The script removes the jump, then the chain.
+	script := network.UnmasqueradeScript("10.222.1.0/24", got["10.222.1.0/24"])
+	if !strings.Contains(script, "-D POSTROUTING -s 10.222.1.0/24") || !strings.Contains(script, "-X "+mine) || strings.Contains(script, theirs) {
+		t.Errorf("script:\n%s", script)
 	}
 }

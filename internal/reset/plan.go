@@ -12,6 +12,7 @@ package reset
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,8 +88,14 @@ type Facts struct {
 	Rules []*cnigc.Held
 	// CNICache are libcni's cached results of berth's sandboxes, by path.
 	CNICache []string
-	// Bridge: the configured bridge exists and is a bridge.
-	Bridge bool
+	// Masquerade are the POSTROUTING jumps to berth's masquerade chain of
+	// each pod CIDR of its conflist whose chain is in the nat table.
+	Masquerade map[string][]string
+	// Bridge: the configured bridge exists and is a bridge. RangeBridge is
+	// the bridge berth's conflist names when it is another one (a pod CIDR
+	// that changed got a bridge of its own) and exists.
+	Bridge      bool
+	RangeBridge string
 	// Mounts under the root dir; Cgroups are the kubepods cgroup dirs (and
 	// the cgroup root's, when it is not the hierarchy's root) that exist.
 	Mounts, Cgroups []string
@@ -106,6 +113,7 @@ const (
 	KillProcesses
 	RemoveNetNS
 	RemoveRules
+	RemoveMasquerade
 	RemoveCNICache
 	DeleteBridge
 	Unmount
@@ -163,11 +171,22 @@ func Plan(o Options, f Facts) ([]Step, error) {
 	if len(f.Rules) > 0 {
 		add(RemoveRules, "delete %d iptables rules and chains of CNI network %q that name berth's pods", ruleCount(f.Rules), o.Network)
 	}
+	if len(f.Masquerade) > 0 {
+		add(RemoveMasquerade, "delete berth's masquerade chains (and their POSTROUTING jumps) of pod CIDR %s",
+			strings.Join(slices.Sorted(maps.Keys(f.Masquerade)), ", "))
+	}
 	if len(f.CNICache) > 0 {
 		add(RemoveCNICache, "remove %d cached CNI results of berth's pods from %s", len(f.CNICache), o.CNIResultsDir)
 	}
+	var bridges []string
 	if f.Bridge {
-		add(DeleteBridge, "delete the bridge %s", o.Bridge)
+		bridges = append(bridges, o.Bridge)
+	}
+	if f.RangeBridge != "" {
+		bridges = append(bridges, f.RangeBridge)
+	}
+	if len(bridges) > 0 {
+		add(DeleteBridge, "delete the bridge %s", strings.Join(bridges, " and the bridge "))
 	}
 	if len(f.Mounts) > 0 {
 		add(Unmount, "unmount %d mounts under %s", len(f.Mounts), o.RootDir)

@@ -2,10 +2,12 @@ package reset
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/berth-dev/berth/internal/cnigc"
+	"github.com/berth-dev/berth/internal/network"
 )
 
 var testOpts = Options{
@@ -28,6 +30,7 @@ func TestPlan(t *testing.T) {
 		Processes: []int{20}, NetNS: []string{"/run/netns/cni-1"}, Rules: []*cnigc.Held{{ID: "1", Chains: []string{"CNI-1"}}},
 		Bridge: true, Mounts: []string{"/var/lib/berth/containerd/state/x"}, Cgroups: []string{"/sys/fs/cgroup/kubepods"},
 		PodLogDirs: []string{"/var/log/pods/a_b_u1"}, CNICache: []string{"/var/lib/cni/results/berth-1-eth0"},
+		Masquerade: map[string][]string{"10.222.1.0/24": {"-A POSTROUTING -s 10.222.1.0/24 -j BERTH-MASQ-x"}},
 	}
 	external := testOpts
 	external.RuntimeEndpoint = "unix:///run/crio.sock"
@@ -45,7 +48,10 @@ func TestPlan(t *testing.T) {
 		{"names but no state", testOpts, Facts{Bridge: true, Cgroups: []string{"/sys/fs/cgroup/kubepods"}}, nil, false},
 		{"running berth", testOpts, Facts{AdminSocketAnswers: true, State: []string{"x"}}, nil, true},
 		{"everything", testOpts, full,
-			[]StepKind{StopPods, StopContainerd, KillProcesses, RemoveNetNS, RemoveRules, RemoveCNICache, DeleteBridge, Unmount, RemoveCgroups, RemovePodLogs, RemoveState}, false},
+			[]StepKind{StopPods, StopContainerd, KillProcesses, RemoveNetNS, RemoveRules, RemoveMasquerade, RemoveCNICache, DeleteBridge, Unmount, RemoveCgroups, RemovePodLogs, RemoveState}, false},
+		// The bridge of a pod CIDR that changed, without the configured one.
+		{"only the range's bridge", testOpts, Facts{State: []string{"/var/lib/berth/cni"}, RangeBridge: "berth0-1a2b"},
+			[]StepKind{DeleteBridge, RemoveState}, false},
 		{"containerd state, none running", testOpts, Facts{State: []string{"/var/lib/berth/containerd"}, ContainerdState: true},
 			[]StepKind{StopPods, StopContainerd, RemoveState}, false},
 		// Processes in /kubepods with no state of berth: the kubelet's pods.
@@ -141,5 +147,20 @@ func TestMatchNetNS(t *testing.T) {
 	got := MatchNetNS(named, map[uint64]bool{2: true, 0: true, 7: true})
 	if want := []string{"/run/netns/cni-b"}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// confListNetwork reads back what network.WriteConfList wrote.
+func TestConfListNetwork(t *testing.T) {
+	o := Options{RootDir: t.TempDir()}
+	if b, c := confListNetwork(o); b != "" || c != "" {
+		t.Errorf("no conflist: %q %q", b, c)
+	}
+	dir := filepath.Join(o.RootDir, "cni", "net.d")
+	if err := network.WriteConfList(dir, network.Bridge{Name: "berth", Interface: "berth0-1a2b", PodCIDR: "10.222.1.0/24", IPAMDir: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if b, c := confListNetwork(o); b != "berth0-1a2b" || c != "10.222.1.0/24" {
+		t.Errorf("confListNetwork = %q %q", b, c)
 	}
 }

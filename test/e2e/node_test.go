@@ -292,6 +292,7 @@ func (n *node) cleanup() {
 	}
 	if n.cidr != "" {
 		removeNATOf(t, n.cidr)
+		removeMasqChain(t, n.cidr) // made with --cluster-cidr
 	}
 	if n.tmpfs {
 		if err := syscall.Unmount(n.root, 0); err != nil {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/internal/network"
 )
 
 // A berth restarted after kill -9 adopts the containerd its predecessor
@@ -47,7 +49,8 @@ func TestCleanShutdownStopsAdoptedContainerd(t *testing.T) {
 // mounts and files. Run again it has nothing to do, and berth starts on
 // the same root dir afterwards and runs its pods again.
 func TestResetRemovesEverything(t *testing.T) {
-	n := startNode(t)
+	// With a cluster CIDR berth masquerades in a chain of its own.
+	n := startNode(t, "--cluster-cidr", "10.213.0.0/16")
 	hostPort := freePort(t)
 	n.writeManifest("bridged.yaml", fmt.Sprintf(`
 apiVersion: v1
@@ -91,6 +94,10 @@ spec:
 	if _, err := os.Stat("/sys/class/net/" + n.bridge); err != nil {
 		t.Fatalf("no bridge %s: %v", n.bridge, err)
 	}
+	masq := network.MasqChain(n.cidr)
+	if !strings.Contains(iptablesSave(t), masq) {
+		t.Fatalf("no masquerade chain %s for %s", masq, n.cidr)
+	}
 
 	// A clean stop leaves the pods running (berth's containerd stops).
 	n.stop()
@@ -126,8 +133,8 @@ spec:
 			t.Errorf("netns %s left: %v", p, err)
 		}
 	}
-	if save := iptablesSave(t); strings.Contains(save, sandboxID) {
-		t.Errorf("iptables rules of sandbox %s left:\n%s", sandboxID, save)
+	if save := iptablesSave(t); strings.Contains(save, sandboxID) || strings.Contains(save, masq) {
+		t.Errorf("iptables rules of sandbox %s or the masquerade chain %s left:\n%s", sandboxID, masq, save)
 	}
 	if left := cachedCNIResults(sandboxID); len(left) > 0 {
 		t.Errorf("cached CNI results of the sandbox left: %v", left)

@@ -60,7 +60,7 @@ func cleanupPodnet(t *testing.T, base string, cidrs ...string) {
 }
 
 // removeMasqChain removes berth's masquerade chain of cidr and its jump.
-func removeMasqChain(t *testing.T, cidr string) {
+func removeMasqChain(t testing.TB, cidr string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	save, err := cnigc.IPTables{}.SaveNAT(ctx)
