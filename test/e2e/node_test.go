@@ -53,6 +53,9 @@ type node struct {
 	// host's own /kubepods.
 	cgroupRoot string
 	extraArgs  []string
+	// runtimeDir, when set, holds the containerd (with its shim and runc)
+	// that berth manages: it comes first in berth's PATH.
+	runtimeDir string
 	// tmpfs is set when root is a tmpfs of its own (startNodeOnTmpfs).
 	tmpfs   bool
 	pid     int // berth's; 0 when not running
@@ -83,6 +86,13 @@ const podCIDRFromNode = "(e2e: pod CIDR from the Node)"
 
 func startNodeIn(t testing.TB, tmpfsSize string, extraArgs ...string) *node {
 	t.Helper()
+	return startNodeWithRuntime(t, tmpfsSize, suiteRuntimeDir, extraArgs...)
+}
+
+// startNodeWithRuntime starts berth managing the containerd of runtimeDir
+// ("" for the host's, from PATH).
+func startNodeWithRuntime(t testing.TB, tmpfsSize, runtimeDir string, extraArgs ...string) *node {
+	t.Helper()
 	cidr := fmt.Sprintf("10.213.%d.0/24", rand.IntN(250))
 	if i := slices.Index(extraArgs, podCIDRFromNode); i >= 0 {
 		extraArgs = slices.Delete(slices.Clone(extraArgs), i, i+1)
@@ -111,6 +121,7 @@ func startNodeIn(t testing.TB, tmpfsSize string, extraArgs ...string) *node {
 		cgroupRoot:    fmt.Sprintf("/berth-e2e-%08x", rand.Uint32()),
 		extraArgs:     extraArgs,
 		tmpfs:         tmpfsSize != "",
+		runtimeDir:    runtimeDir,
 	}
 	t.Cleanup(n.cleanup)
 	for _, d := range []string{n.manifests, filepath.Join(root, "images")} {
@@ -191,6 +202,9 @@ func (n *node) startQuiet(env ...string) *exec.Cmd {
 	}
 	cmd.Args = append(cmd.Args, n.extraArgs...)
 	cmd.Env = append(os.Environ(), env...)
+	if n.runtimeDir != "" {
+		cmd.Env = append(cmd.Env, "PATH="+n.runtimeDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start berth: %v", err)
