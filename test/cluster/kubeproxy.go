@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -34,17 +35,28 @@ type KubeProxy struct {
 	bin    string
 	dir    string
 	unlock func()
+	owned  bool // ownerChain was created by this one
 }
 
-// kubeProxyLock is held by the one kube-proxy of this machine's tests for
-// as long as it runs: two would fight over the same chains.
-const kubeProxyLock = "/run/berth-test-kube-proxy"
+// kubeProxyLock is held by the one kube-proxy of this network namespace's
+// tests for as long as it runs: two would fight over the same chains. It is
+// an abstract unix socket, so its scope is the scope of the chains (the
+// network namespace, which test runs in other mount namespaces can share)
+// and the kernel frees it when its holder dies, however it dies.
+const kubeProxyLock = "@berth-test-kube-proxy"
+
+// ownerChain marks the host's kube-proxy chains as made by a kube-proxy of
+// these tests: created before it starts, removed after its rules are. Found
+// by the next holder of kubeProxyLock, it means a test was killed while its
+// kube-proxy ran, and that test's rules may be removed.
+const ownerChain = "BERTH-TEST-KUBE-PROXY"
 
 // StartKubeProxy starts kube-proxy against c, its files under
 // c.Dir()/kube-proxy, and returns once it has programmed the host
-// (healthz answers 200). It refuses to start when the host already has
-// kube-proxy chains (a kube-proxy of the host's own, or one a crashed test
-// left), since Stop removes every one of them. ctx bounds the start only.
+// (healthz answers 200). It waits while another test's kube-proxy runs. It
+// removes the rules of one a killed test left, and refuses to start when the
+// host has kube-proxy chains of anyone else's (the host's own kube-proxy),
+// since Stop removes every one of them. ctx bounds the start only.
 func (c *ControlPlane) StartKubeProxy(ctx context.Context, bin string, opts KubeProxyOptions) (*KubeProxy, error) {
 	if opts.ClusterCIDR == "" || opts.NodeName == "" {
 		return nil, errors.New("kube-proxy: ClusterCIDR and NodeName are required")
@@ -53,10 +65,7 @@ func (c *ControlPlane) StartKubeProxy(ctx context.Context, bin string, opts Kube
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(kubeProxyLock, 0o755); err != nil {
-		return nil, err
-	}
-	unlock, err := LockDir(ctx, kubeProxyLock, io.Discard)
+	unlock, err := lockNetns(ctx, kubeProxyLock)
 	if err != nil {
 		return nil, fmt.Errorf("kube-proxy: %w", err)
 	}
@@ -68,12 +77,63 @@ func (c *ControlPlane) StartKubeProxy(ctx context.Context, bin string, opts Kube
 	return kp, nil
 }
 
+// lockNetns takes the network-namespace-wide lock name (an abstract unix
+// socket), waiting while someone else holds it.
+func lockNetns(ctx context.Context, name string) (unlock func(), err error) {
+	for {
+		l, err := net.Listen("unix", name)
+		if err == nil {
+			return func() { l.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for %s, held by another test: %w", name, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// removeLeftRules removes what a killed test's kube-proxy left, if its
+// owner chain says there is any. Called under kubeProxyLock.
+func (kp *KubeProxy) removeLeftRules(ctx context.Context) error {
+	if exec.CommandContext(ctx, "iptables", "-t", "filter", "-S", ownerChain).Run() != nil {
+		return nil // no owner chain: nothing of these tests' is left
+	}
+	if out, err := exec.CommandContext(ctx, kp.bin, "--cleanup").CombinedOutput(); err != nil {
+		return fmt.Errorf("kube-proxy --cleanup of a killed test's rules: %w\n%s", err, out)
+	}
+	if err := removeKubeChains(ctx); err != nil {
+		return err
+	}
+	return removeOwnerChain(ctx)
+}
+
+func removeOwnerChain(ctx context.Context) error {
+	if exec.CommandContext(ctx, "iptables", "-t", "filter", "-S", ownerChain).Run() != nil {
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, "iptables", "-t", "filter", "-X", ownerChain).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables -X %s: %w: %s", ownerChain, err, out)
+	}
+	return nil
+}
+
 func (kp *KubeProxy) start(ctx context.Context, c *ControlPlane, opts KubeProxyOptions) error {
+	if err := kp.removeLeftRules(ctx); err != nil {
+		return err
+	}
 	if found, err := hostKubeProxyChains(ctx); err != nil {
 		return err
 	} else if len(found) > 0 {
 		return fmt.Errorf("kube-proxy: the host already has kube-proxy rules (%s), which this test did not create: refusing to start", strings.Join(found, ", "))
 	}
+	if out, err := exec.CommandContext(ctx, "iptables", "-t", "filter", "-N", ownerChain).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables -N %s: %w: %s", ownerChain, err, out)
+	}
+	kp.owned = true
 	// system:kube-proxy is bound to system:node-proxier by the apiserver's
 	// default policy, as in a kubeadm cluster.
 	kubeconfig, err := c.ClientKubeconfig("kube-proxy", "system:kube-proxy")
@@ -157,6 +217,13 @@ func (kp *KubeProxy) Stop() error {
 		if left, err := hostKubeProxyChains(ctx); err != nil || len(left) > 0 {
 			errs = append(errs, fmt.Errorf("kube-proxy --cleanup left %v (%v)", left, err))
 		}
+	}
+	// The owner chain goes last, once its rules are gone (or a later test,
+	// finding it, removes what is left).
+	if kp.owned && errors.Join(errs...) == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		errs = append(errs, removeOwnerChain(ctx))
 	}
 	return errors.Join(errs...)
 }

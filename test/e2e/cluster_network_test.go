@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -266,6 +267,55 @@ func TestClusterNetwork(t *testing.T) {
 	t.Run("kube-proxy refuses to start beside chains it did not create", func(t *testing.T) {
 		checkKubeProxyRefuses(t, cp, addons, nodes[0].name)
 	})
+
+	t.Run("kube-proxy waits for another test's, and removes a killed test's rules", func(t *testing.T) {
+		checkKubeProxyRecovers(t, cp, addons, nodes[0].name)
+	})
+}
+
+// checkKubeProxyRecovers holds the tests' kube-proxy lock (as another test
+// running kube-proxy would): StartKubeProxy must wait for it. Then it leaves
+// what a test killed while its kube-proxy ran leaves (the owner chain and a
+// KUBE-* chain): StartKubeProxy must remove that chain and start.
+func checkKubeProxyRecovers(t *testing.T, cp *cluster.ControlPlane, addons cluster.Addons, node string) {
+	held, err := net.Listen("unix", "@berth-test-kube-proxy")
+	if err != nil {
+		t.Fatalf("take the kube-proxy lock: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	_, err = cp.StartKubeProxy(ctx, addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: netClusterCIDR, NodeName: node})
+	cancel()
+	held.Close()
+	if err == nil || !strings.Contains(err.Error(), "held by another test") {
+		t.Fatalf("StartKubeProxy while another test holds the lock = %v, want it to wait", err)
+	}
+
+	const left = "KUBE-SEP-BERTHE2ELEFT"
+	for _, chain := range [][]string{{"filter", "BERTH-TEST-KUBE-PROXY"}, {"nat", left}} {
+		if out, err := exec.Command("iptables", "-t", chain[0], "-N", chain[1]).CombinedOutput(); err != nil {
+			t.Fatalf("iptables -N %s: %v: %s", chain[1], err, out)
+		}
+	}
+	t.Cleanup(func() {
+		for _, chain := range [][]string{{"filter", "BERTH-TEST-KUBE-PROXY"}, {"nat", left}} {
+			_ = exec.Command("iptables", "-t", chain[0], "-X", chain[1]).Run()
+		}
+	})
+	ctx, cancel = context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	kp, err := cp.StartKubeProxy(ctx, addons.KubeProxy, cluster.KubeProxyOptions{ClusterCIDR: netClusterCIDR, NodeName: node})
+	if err != nil {
+		t.Fatalf("StartKubeProxy after a killed test's kube-proxy: %v", err)
+	}
+	if exec.Command("iptables", "-t", "nat", "-S", left).Run() == nil {
+		t.Errorf("the killed test's chain nat/%s is still there", left)
+	}
+	if err := kp.Stop(); err != nil {
+		t.Fatalf("stop kube-proxy: %v", err)
+	}
+	if exec.Command("iptables", "-t", "filter", "-S", "BERTH-TEST-KUBE-PROXY").Run() == nil {
+		t.Error("the owner chain is still there after Stop")
+	}
 }
 
 // checkKubeProxyRefuses starts kube-proxy while the host has a KUBE-*
