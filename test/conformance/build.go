@@ -32,11 +32,19 @@ type Programs struct {
 	// agnhost image carries at / (from agnhost's porter sources) for
 	// netexec's HTTPS.
 	AgnhostTLS string
-	Dir        string // the cache directory holding them
+	// Kitten holds data.json and kitten.jpg, the files upstream's kitten
+	// image adds to agnhost's (test/images/kitten/html).
+	Kitten string
+	Dir    string // the cache directory holding them
 }
 
 // agnhostTLSFiles are the files of Programs.AgnhostTLS.
 var agnhostTLSFiles = []string{"localhost.crt", "localhost.key"}
+
+// kittenFiles are the files of Programs.Kitten, in its kitten directory.
+var kittenFiles = []string{"data.json", "kitten.jpg"}
+
+const kittenDir = "kitten"
 
 // program is one binary of the cache: its file name and how it is built.
 type program struct {
@@ -81,6 +89,7 @@ func ProgramsIn(dir string) (Programs, error) {
 		Nonewprivs: filepath.Join(dir, nonewprivsName),
 		Ginkgo:     filepath.Join(dir, ginkgoName),
 		AgnhostTLS: dir,
+		Kitten:     filepath.Join(dir, kittenDir),
 		Dir:        dir,
 	}
 	for _, f := range []string{p.E2ETest, p.Agnhost, p.Nonewprivs, p.Ginkgo} {
@@ -94,6 +103,11 @@ func ProgramsIn(dir string) (Programs, error) {
 	}
 	for _, f := range agnhostTLSFiles {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return Programs{}, err
+		}
+	}
+	for _, f := range kittenFiles {
+		if _, err := os.Stat(filepath.Join(p.Kitten, f)); err != nil {
 			return Programs{}, err
 		}
 	}
@@ -141,15 +155,16 @@ func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
 			return Programs{}, err
 		}
 	}
-	if err := copyAgnhostTLS(ctx, tools, cache); err != nil {
+	if err := copyModuleFiles(ctx, tools, cache); err != nil {
 		return Programs{}, err
 	}
 	return ProgramsIn(cache)
 }
 
-// copyAgnhostTLS copies agnhost's porter/localhost.{crt,key} from the
-// kubernetes module the tools module pins into cache.
-func copyAgnhostTLS(ctx context.Context, tools, cache string) error {
+// copyModuleFiles copies agnhost's porter/localhost.{crt,key} and the
+// kitten image's files from the kubernetes module the tools module pins
+// into cache.
+func copyModuleFiles(ctx context.Context, tools, cache string) error {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "k8s.io/kubernetes")
 	cmd.Dir = tools
 	cmd.Env = append(os.Environ(), "GOWORK=off")
@@ -157,14 +172,27 @@ func copyAgnhostTLS(ctx context.Context, tools, cache string) error {
 	if err != nil {
 		return fmt.Errorf("find the kubernetes module's sources (go list -m): %w", err)
 	}
-	porter := filepath.Join(strings.TrimSpace(string(out)), "test", "images", "agnhost", "porter")
-	for _, f := range agnhostTLSFiles {
-		data, err := os.ReadFile(filepath.Join(porter, f))
+	images := filepath.Join(strings.TrimSpace(string(out)), "test", "images")
+	if err := copyFiles(filepath.Join(images, "agnhost", "porter"), cache, agnhostTLSFiles); err != nil {
+		return fmt.Errorf("agnhost's TLS pair: %w", err)
+	}
+	if err := copyFiles(filepath.Join(images, "kitten", "html"), filepath.Join(cache, kittenDir), kittenFiles); err != nil {
+		return fmt.Errorf("the kitten image's files: %w", err)
+	}
+	return nil
+}
+
+func copyFiles(from, to string, names []string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, f := range names {
+		data, err := os.ReadFile(filepath.Join(from, f))
 		if err != nil {
-			return fmt.Errorf("agnhost's TLS pair: %w", err)
+			return err
 		}
-		if err := os.WriteFile(filepath.Join(cache, f), data, 0o644); err != nil {
-			return fmt.Errorf("agnhost's TLS pair: %w", err)
+		if err := os.WriteFile(filepath.Join(to, f), data, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -27,7 +27,10 @@ type Config struct {
 	// NoAddons leaves kube-proxy and CoreDNS out (and the nodes without
 	// cluster DNS): for selections that need no Service, as TestSmoke's.
 	NoAddons bool
-	Log      io.Writer // progress and e2e.test's output
+	// Containerd is the directory of the containerd (with its shim and
+	// runc) the nodes manage; "" for the host's, from PATH.
+	Containerd string
+	Log        io.Writer // progress and e2e.test's output
 }
 
 // Run builds what is missing (the control plane, the suite, the images),
@@ -39,7 +42,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
-	s := Summary{Started: time.Now(), Commit: commit(ctx), Machine: machine()}
+	s := Summary{Started: time.Now(), Commit: commit(ctx), Machine: machine(), Runtime: runtimeName(c.Containerd)}
 	runDir := filepath.Join(c.OutDir, "runs", s.Started.UTC().Format("20060102T150405Z"))
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return s, fmt.Errorf("run dir: %w", err)
@@ -116,7 +119,7 @@ func prepare(ctx context.Context, c Config, runDir string) (*Env, RunConfig, err
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancelStart()
-	env, err := StartEnv(startCtx, EnvConfig{Cluster: bins, Addons: addons, BerthBin: c.BerthBin, Images: images, Nodes: c.Nodes, Log: c.Log})
+	env, err := StartEnv(startCtx, EnvConfig{Cluster: bins, Addons: addons, BerthBin: c.BerthBin, Containerd: c.Containerd, Images: images, Nodes: c.Nodes, Log: c.Log})
 	if err != nil {
 		return nil, RunConfig{}, err
 	}
@@ -172,4 +175,12 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%s: %d CPUs, %s, linux %s", host, runtime.NumCPU(), mem, strings.TrimSpace(string(kernel)))
+}
+
+// runtimeName says which containerd the nodes manage, for the summary.
+func runtimeName(dir string) string {
+	if dir == "" {
+		return "the host's containerd (PATH)"
+	}
+	return "the containerd of " + dir
 }

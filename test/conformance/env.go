@@ -21,9 +21,12 @@ type EnvConfig struct {
 	Cluster  cluster.Binaries
 	Addons   *cluster.Addons // kube-proxy and CoreDNS: Services and cluster DNS; none if nil
 	BerthBin string          // directory of berth and berth-pause
-	Images   []string        // image tarballs every node imports
-	Nodes    int             // how many berth nodes; 2 if zero
-	Log      io.Writer
+	// Containerd is the directory of the containerd the nodes manage; ""
+	// for the host's.
+	Containerd string
+	Images     []string // image tarballs every node imports
+	Nodes      int      // how many berth nodes; 2 if zero
+	Log        io.Writer
 }
 
 // Env is a control plane of test/cluster with berth nodes joined to it,
@@ -85,13 +88,14 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 	base := 2 * rand.IntN(120)
 	for i := range cfg.Nodes {
 		n, err := StartNode(ctx, cp, NodeConfig{
-			Name:     nodeName(i),
-			IP:       e.net.ips[i],
-			Index:    i,
-			CIDRBase: base,
-			BerthBin: cfg.BerthBin,
-			Images:   cfg.Images,
-			Mirror:   e.Registry,
+			Name:       nodeName(i),
+			IP:         e.net.ips[i],
+			Index:      i,
+			CIDRBase:   base,
+			BerthBin:   cfg.BerthBin,
+			Containerd: cfg.Containerd,
+			Images:     cfg.Images,
+			Mirror:     e.Registry,
 			// The kube-dns Service, which kube-proxy makes reachable.
 			ClusterDNS: cfg.Addons != nil,
 		})

@@ -83,6 +83,15 @@ func Images() []Image {
 			build:      nonrootImage,
 		},
 		{
+			// The image volume specs mount it (pull policy Always: from the
+			// run's registry.k8s.io mirror).
+			Names: []string{e2eRegistry + "kitten:1.8"},
+			From:  "the agnhost image with kitten.jpg and data.json of test/images/kitten/html, as upstream's Dockerfile",
+			Substitute: "on the agnhost substitute: busybox instead of alpine, so it has no /etc/os-release saying Alpine Linux, " +
+				"which the image volume spec reads",
+			build: kittenImage,
+		},
+		{
 			Names:      []string{e2eRegistry + "nonewprivs:1.4"},
 			From:       "k8s.io/kubernetes/test/images/nonewprivs (static, setuid root) on a busybox userland",
 			Substitute: "busybox userland instead of alpine",
@@ -130,6 +139,12 @@ func onBusybox(busybox string, files []imagebuild.File, cfg func(*ggcrv1.Config)
 	if err != nil {
 		return nil, err
 	}
+	return onImage(base, files, cfg)
+}
+
+// onImage is base with files added as a layer of their own and cfg
+// applied to its configuration.
+func onImage(base ggcrv1.Image, files []imagebuild.File, cfg func(*ggcrv1.Config)) (ggcrv1.Image, error) {
 	img := base
 	if len(files) > 0 {
 		top, err := imagebuild.Build(files, ggcrv1.Config{})
@@ -279,6 +294,24 @@ func nginxImage(in ImageInputs) (ggcrv1.Image, error) {
 		c.Cmd = []string{"httpd", "-f", "-p", "80", "-h", "/usr/share/nginx/html"}
 		c.ExposedPorts = map[string]struct{}{"80/tcp": {}}
 	})
+}
+
+// kittenImage is agnhost with the kitten files at its working directory
+// (/), serving them with test-webserver, as upstream's Dockerfile has it.
+func kittenImage(in ImageInputs) (ggcrv1.Image, error) {
+	base, err := agnhostImage(in)
+	if err != nil {
+		return nil, fmt.Errorf("kitten: %w", err)
+	}
+	var files []imagebuild.File
+	for _, f := range kittenFiles {
+		data, err := os.ReadFile(filepath.Join(in.Programs.Kitten, f))
+		if err != nil {
+			return nil, fmt.Errorf("kitten: %w", err)
+		}
+		files = append(files, imagebuild.File{Path: "/" + f, Mode: 0o644, Data: data})
+	}
+	return onImage(base, files, func(c *ggcrv1.Config) { c.Cmd = []string{"test-webserver"} })
 }
 
 // nonrootImage runs as uid 1234 by default, as upstream's does.

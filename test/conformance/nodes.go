@@ -80,11 +80,15 @@ func ipCmd(ctx context.Context, args ...string) error {
 type NodeConfig struct {
 	Name     string
 	IP       string
-	Index    int       // 0, 1...: picks the node's pod CIDR
-	CIDRBase int       // third octet base of 10.215.x.0/24 pod CIDRs
-	BerthBin string    // directory of berth and berth-pause
-	Images   []string  // tarballs linked into <root>/images
-	Mirror   *Registry // registry.k8s.io's mirror; none if nil
+	Index    int    // 0, 1...: picks the node's pod CIDR
+	CIDRBase int    // third octet base of 10.215.x.0/24 pod CIDRs
+	BerthBin string // directory of berth and berth-pause
+	// Containerd is the directory of the containerd berth manages (first
+	// in its PATH: the shim and runc beside it come with it); "" for the
+	// host's.
+	Containerd string
+	Images     []string  // tarballs linked into <root>/images
+	Mirror     *Registry // registry.k8s.io's mirror; none if nil
 	// ClusterDNS gives the pods CoreDNS's kube-dns Service as resolver.
 	ClusterDNS bool
 }
@@ -152,6 +156,9 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 	)
 	if cfg.ClusterDNS {
 		n.cmd.Args = append(n.cmd.Args, "--cluster-dns", cluster.ClusterDNSIP, "--cluster-domain", cluster.ClusterDomain)
+	}
+	if cfg.Containerd != "" {
+		n.cmd.Env = append(os.Environ(), "PATH="+cfg.Containerd+string(os.PathListSeparator)+os.Getenv("PATH"))
 	}
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	// A group of its own: a terminal's Ctrl-C is for the suite, and the

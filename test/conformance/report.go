@@ -128,6 +128,7 @@ type Summary struct {
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
 	Machine  string        `json:"machine"`
+	Runtime  string        `json:"runtime"` // the containerd the nodes managed
 	Passes   []PassResult  `json:"passes"`
 	Error    string        `json:"error,omitempty"` // why the run stopped early
 }
@@ -161,8 +162,8 @@ func (s Summary) OK() bool {
 // each failing spec with the start of its failure.
 func (s Summary) WriteText(w io.Writer, details bool) {
 	passed, failed, skipped := s.Totals()
-	fmt.Fprintf(w, "berth conformance (kubernetes %s e2e suite), commit %s, %s, %s on %s\n",
-		Upstream, s.Commit, s.Started.UTC().Format(time.RFC3339), s.Duration.Round(time.Second), s.Machine)
+	fmt.Fprintf(w, "berth conformance (kubernetes %s e2e suite), commit %s, %s, %s on %s, %s\n",
+		Upstream, s.Commit, s.Started.UTC().Format(time.RFC3339), s.Duration.Round(time.Second), s.Machine, s.Runtime)
 	for _, p := range s.Passes {
 		fmt.Fprintf(w, "  %-22s %4d passed %4d failed %4d skipped  in %v\n", p.Pass, p.Passed(), p.Failed(), p.Skipped(), p.Duration.Round(time.Second))
 		if p.SuiteError != "" {

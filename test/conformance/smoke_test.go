@@ -238,7 +238,16 @@ func TestImages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake, Nc: fake}}
+	kitten := filepath.Join(dir, kittenDir)
+	if err := os.MkdirAll(kitten, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range kittenFiles {
+		if err := os.WriteFile(filepath.Join(kitten, f), []byte("kitten.jpg "+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir, Kitten: kitten}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake, Nc: fake}}
 	files, err := BuildImages(in, filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +256,7 @@ func TestImages(t *testing.T) {
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
 	}
-	want := "agnhost-2.63.0.tar agnhost-2.55.tar busybox-1.37.0-1.tar pause-3.10.2.tar nginx-1.15-4.tar nginx-1.27-0.tar glibc-dns-testing-2.0.0.tar nonroot-1.5.tar nonewprivs-1.4.tar"
+	want := "agnhost-2.63.0.tar agnhost-2.55.tar busybox-1.37.0-1.tar pause-3.10.2.tar nginx-1.15-4.tar nginx-1.27-0.tar glibc-dns-testing-2.0.0.tar nonroot-1.5.tar kitten-1.8.tar nonewprivs-1.4.tar"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("tarballs = %s, want %s", got, want)
 	}
@@ -278,6 +287,12 @@ func TestImages(t *testing.T) {
 			for _, f := range []string{"usr/bin/dig", "usr/bin/getent", "bin/seq"} {
 				fileMode(t, img, f)
 			}
+		case e2eRegistry + "kitten:1.8":
+			// The image volume spec reads data.json at the volume's root.
+			if d := fileData(t, img, "data.json"); !bytes.Contains(d, []byte("kitten.jpg")) || strings.Join(c.Cmd, " ") != "test-webserver" {
+				t.Errorf("kitten data.json %q cmd %q", d, c.Cmd)
+			}
+			fileMode(t, img, "agnhost")
 		case e2eRegistry + "nonroot:1.5":
 			if c.User != "1234" {
 				t.Errorf("nonroot user %q", c.User)

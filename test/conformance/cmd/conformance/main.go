@@ -38,6 +38,7 @@ func main() {
 	flag.DurationVar(&c.Timeout, "timeout", 3*time.Hour, "ginkgo timeout of each pass")
 	flag.IntVar(&c.Nodes, "nodes", 2, "berth nodes to join")
 	flag.IntVar(&c.Procs, "procs", 4, "specs run at once (ginkgo -p) outside the Serial pass")
+	flag.StringVar(&c.Containerd, "containerd", "", "directory of the containerd (with its shim and runc) the nodes manage; default: the host's, from PATH")
 	flag.Parse()
 	if flag.NArg() != 0 {
 		flag.Usage()
