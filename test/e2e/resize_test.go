@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // resizePod is a Burstable pod of two containers whose cpu and memory
@@ -205,4 +206,155 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {nodefs.available: "1%", imagefs.available: "1%", memory.available: "1Mi"}
 `)
+}
+
+// resizePatch is the resize subresource's patch of one container's cpu
+// and memory (requests = limits).
+func resizePatch(container, cpu, mem string) string {
+	return fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"cpu":%q,"memory":%q}}}]}}`,
+		container, cpu, mem, cpu, mem)
+}
+
+// In cluster mode, `kubectl patch --subresource resize` grows and shrinks a
+// running container's cpu and memory without a restart (its cgroup and
+// the pod's checked), restarts only the container whose resizePolicy asks
+// for it, reports the resources, allocatedResources and observedGeneration
+// in the API status, and a resize beyond the node's allocatable stays
+// pending (Deferred, the kubelet's message) with nothing changed.
+func TestResizeCluster(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	cn := startClusterNode(t, cp, "berth-rz", "--config", resizeNodeConfig(t))
+	keepLogOnFailure(t, cn.node)
+	waitNodeReady(t, client, cn.name, true, 90*time.Second)
+	mib := int64(1 << 20)
+
+	manifest := strings.Replace(resizePod("rz", "200m", "64Mi", "32Mi"), "spec:\n", "spec:\n  nodeName: berth-rz\n", 1)
+	applyYAML(t, cp, manifest)
+	get := func() *v1.Pod {
+		p, err := client.CoreV1().Pods("default").Get(t.Context(), "rz", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var first *v1.Pod
+	waitFor(t, 2*time.Minute, "rz running", func() (bool, string) {
+		first = get()
+		return first.Status.Phase == v1.PodRunning && podReady(first), describe(first)
+	})
+	mainID := strings.TrimPrefix(statusOf(first, "main").ContainerID, "containerd://")
+	sideID := statusOf(first, "side").ContainerID
+	local := cn.apiPodUID(string(first.UID))
+	cg := resizeCgroups{t: t, pod: local.Annotations["berth.dev/pod-cgroup"]}
+	cg.want(mainID, 30000, 96*mib, 20000, 64*mib)
+
+	settled := func(what string, check func(p *v1.Pod) bool) *v1.Pod {
+		t.Helper()
+		var p *v1.Pod
+		waitFor(t, 60*time.Second, what, func() (bool, string) {
+			p = get()
+			ok := p.Status.ObservedGeneration == p.Generation && podCondition(p, v1.PodResizeInProgress) == nil &&
+				podCondition(p, v1.PodResizePending) == nil && check(p)
+			return ok, fmt.Sprintf("generation %d %s", p.Generation, describe(p))
+		})
+		return p
+	}
+	unrestarted := func(p *v1.Pod) {
+		t.Helper()
+		if m := statusOf(p, "main"); m.RestartCount != 0 || !strings.HasSuffix(m.ContainerID, mainID) {
+			t.Errorf("main was restarted: %+v", m)
+		}
+	}
+
+	kubectl(t, cp, "patch", "pod", "rz", "--subresource", "resize", "--patch", resizePatch("main", "500m", "128Mi"))
+	cg.want(mainID, 60000, 160*mib, 50000, 128*mib)
+	p := settled("the grown resources in the status", func(p *v1.Pod) bool {
+		m := statusOf(p, "main")
+		return m.Resources != nil && m.Resources.Limits.Cpu().MilliValue() == 500 && m.Resources.Limits.Memory().Value() == 128*mib &&
+			m.AllocatedResources.Cpu().MilliValue() == 500
+	})
+	unrestarted(p)
+	if s := statusOf(p, "side"); s.ContainerID != sideID || s.RestartCount != 0 {
+		t.Errorf("side was restarted by a resize of main: %+v", s)
+	}
+
+	kubectl(t, cp, "patch", "pod", "rz", "--subresource", "resize", "--patch", resizePatch("main", "100m", "48Mi"))
+	cg.want(mainID, 20000, 80*mib, 10000, 48*mib)
+	p = settled("the shrunk resources in the status", func(p *v1.Pod) bool {
+		m := statusOf(p, "main")
+		return m.Resources != nil && m.Resources.Limits.Memory().Value() == 48*mib
+	})
+	unrestarted(p)
+
+	// side's memory policy is RestartContainer: it alone restarts.
+	kubectl(t, cp, "patch", "pod", "rz", "--subresource", "resize", "--patch", resizePatch("side", "100m", "40Mi"))
+	p = settled("side restarted with its new memory", func(p *v1.Pod) bool {
+		s := statusOf(p, "side")
+		if s.State.Running == nil || s.ContainerID == sideID || s.RestartCount != 1 {
+			return false
+		}
+		return cg.memory(strings.TrimPrefix(s.ContainerID, "containerd://")) == 40*mib && cg.memory("") == 88*mib
+	})
+	unrestarted(p)
+
+	// More cpu than the other pods leave (the API server itself refuses
+	// more than the node's allocatable): pending, Deferred with the
+	// kubelet's message, nothing changed; admitted once the other pod goes.
+	node, err := client.CoreV1().Nodes().Get(t.Context(), cn.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog := node.Status.Allocatable.Cpu().MilliValue() - 300
+	applyYAML(t, cp, fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  nodeName: berth-rz
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "trap 'exit 0' TERM; while sleep 1; do :; done"]
+    resources: {requests: {cpu: %dm}}
+`, busybox, hog))
+	waitFor(t, 2*time.Minute, "hog running", func() (bool, string) {
+		h, err := client.CoreV1().Pods("default").Get(t.Context(), "hog", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return h.Status.Phase == v1.PodRunning, describe(h)
+	})
+	kubectl(t, cp, "patch", "pod", "rz", "--subresource", "resize", "--patch", resizePatch("main", "300m", "48Mi"))
+	want := fmt.Sprintf("Node didn't have enough resource: cpu, requested: 400, used: %d, capacity: %d", hog, hog+300)
+	waitFor(t, 60*time.Second, "PodResizePending", func() (bool, string) {
+		p = get()
+		c := podCondition(p, v1.PodResizePending)
+		return c != nil && c.Reason == v1.PodReasonDeferred && c.ObservedGeneration == p.Generation && c.Message == want,
+			fmt.Sprintf("%+v", p.Status.Conditions)
+	})
+	cg.want(mainID, 20000, 88*mib, 10000, 48*mib)
+	if m := statusOf(p, "main"); m.AllocatedResources.Cpu().MilliValue() != 100 || m.Resources.Limits.Cpu().MilliValue() != 100 {
+		t.Errorf("a deferred resize changed main: %+v", m)
+	}
+	unrestarted(p)
+	kubectl(t, cp, "delete", "pod", "hog", "--wait=false")
+	cg.want(mainID, 40000, 88*mib, 30000, 48*mib)
+	p = settled("the deferred resize done", func(p *v1.Pod) bool {
+		m := statusOf(p, "main")
+		return m.Resources != nil && m.Resources.Limits.Cpu().MilliValue() == 300
+	})
+	unrestarted(p)
+}
+
+// apiPodUID is the pod of uid as the node's own API shows it.
+func (n *node) apiPodUID(uid string) *v1.Pod {
+	n.t.Helper()
+	for _, p := range n.pods() {
+		if string(p.UID) == uid {
+			return &p
+		}
+	}
+	n.t.Fatalf("the node does not show pod %s", uid)
+	return nil
 }
