@@ -37,7 +37,6 @@ func podWith(uid string, rs ...v1.ResourceRequirements) *v1.Pod {
 	return p
 }
 
-
 func TestWithAllocation(t *testing.T) {
 	pod := podWith("a", res("100m", "200m", "10Mi", "20Mi"), res("1", "", "", ""))
 	same, changed := WithAllocation(pod, AllocationOf(pod))
@@ -140,7 +139,7 @@ func TestComputeActions(t *testing.T) {
 			desired:  []v1.ResourceRequirements{res("", "", "", ""), res("200m", "", "10", "10")},
 			policy:   restartMem,
 			actuated: Allocation{"c0": res("", "", "", ""), "c1": res("100m", "", "10", "10")},
-			want: Actions{Update: map[v1.ResourceName][]Update{v1.ResourceCPU: {{Name: "c1", ID: "id1", Desired: Values{10, 10, 0, 200}, Current: Values{10, 10, 0, 100}}}}}},
+			want:     Actions{Update: map[v1.ResourceName][]Update{v1.ResourceCPU: {{Name: "c1", ID: "id1", Desired: Values{10, 10, 0, 200}, Current: Values{10, 10, 0, 100}}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := podWith("p", tc.desired...)
