@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/test/cluster"
 )
 
 // resizePod is a Burstable pod of two containers whose cpu and memory
@@ -219,13 +221,18 @@ func resizePatch(container, cpu, mem string) string {
 // running container's cpu and memory without a restart (its cgroup and
 // the pod's checked), restarts only the container whose resizePolicy asks
 // for it, reports the resources, allocatedResources and observedGeneration
-// in the API status, and a resize beyond the node's allocatable stays
-// pending (Deferred, the kubelet's message) with nothing changed.
+// in the API status, and a resize that does not fit beside another pod
+// stays pending (Deferred, the kubelet's message) with nothing changed
+// until that pod goes. The node runs containerd 2 (BERTH_CONTAINERD2_BIN);
+// TestResizeApplyInPlace covers the default runtime.
 func TestResizeCluster(t *testing.T) {
 	cp, client, _ := startControlPlane(t)
-	cn := startClusterNode(t, cp, "berth-rz", "--config", resizeNodeConfig(t))
+	cn := startClusterNodeOn(t, cp, "berth-rz", containerd2Dir(t), "--config", resizeNodeConfig(t))
 	keepLogOnFailure(t, cn.node)
-	waitNodeReady(t, client, cn.name, true, 90*time.Second)
+	node := waitNodeReady(t, client, cn.name, true, 90*time.Second)
+	if v := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(v, "containerd://2.") {
+		t.Fatalf("the node runs %s, not containerd 2", v)
+	}
 	mib := int64(1 << 20)
 
 	manifest := strings.Replace(resizePod("rz", "200m", "64Mi", "32Mi"), "spec:\n", "spec:\n  nodeName: berth-rz\n", 1)
@@ -300,10 +307,6 @@ func TestResizeCluster(t *testing.T) {
 	// More cpu than the other pods leave (the API server itself refuses
 	// more than the node's allocatable): pending, Deferred with the
 	// kubelet's message, nothing changed; admitted once the other pod goes.
-	node, err := client.CoreV1().Nodes().Get(t.Context(), cn.name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hog := node.Status.Allocatable.Cpu().MilliValue() - 300
 	applyYAML(t, cp, fmt.Sprintf(`
 apiVersion: v1
@@ -357,4 +360,24 @@ func (n *node) apiPodUID(uid string) *v1.Pod {
 	}
 	n.t.Fatalf("the node does not show pod %s", uid)
 	return nil
+}
+
+// startClusterNodeOn is startClusterNode on the containerd of runtimeDir.
+func startClusterNodeOn(t *testing.T, cp *cluster.ControlPlane, name, runtimeDir string, extraArgs ...string) *clusterNode {
+	t.Helper()
+	kubeconfig, err := cp.NodeKubeconfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	args := append([]string{
+		"--node-name", name,
+		"--kubeconfig", kubeconfig,
+		"--node-ip", "127.0.0.1",
+		"--port", fmt.Sprint(port),
+		"--client-ca-file", cp.KubeletClientCA(),
+		"--node-status-update-frequency", "2s",
+	}, extraArgs...)
+	n := startNodeWithRuntime(t, "", runtimeDir, args...)
+	return &clusterNode{node: n, name: name, apiPort: port}
 }
