@@ -179,6 +179,27 @@ func TestResizeApplyInPlace(t *testing.T) {
 	if m := statusOf(cur, "main"); m.AllocatedResources.Cpu().MilliValue() != 100 {
 		t.Errorf("a deferred resize changed the allocation: %v", m.AllocatedResources)
 	}
+
+	// kill -9: the checkpoint keeps the allocation, the deferred resize
+	// stays deferred, nothing restarts and nothing is resized again.
+	n.kill9()
+	n.start()
+	waitFor(t, 60*time.Second, "the pod adopted, its resize still deferred", func() (bool, string) {
+		cur = n.apiPod("rz")
+		if cur == nil {
+			return false, "no pod"
+		}
+		c, m := podCondition(cur, v1.PodResizePending), statusOf(cur, "main")
+		return c != nil && c.Reason == v1.PodReasonDeferred && m != nil && m.State.Running != nil &&
+			m.Resources != nil && m.Resources.Limits.Cpu().MilliValue() == 100, describe(cur)
+	})
+	cg.want(mainID, 20000, 88*mib, 10000, 48*mib)
+	if m := statusOf(cur, "main"); cur.UID != first.UID || m.RestartCount != 0 || !strings.HasSuffix(m.ContainerID, mainID) {
+		t.Errorf("after kill -9 the pod or main changed: %s %+v", cur.UID, m)
+	}
+	if s := statusOf(cur, "side"); s.RestartCount != 1 || s.AllocatedResources.Memory().Value() != 40*mib {
+		t.Errorf("after kill -9 side = %+v", s)
+	}
 }
 
 // keepLogOnFailure copies berth's whole log next to the test's temp dirs
