@@ -107,7 +107,6 @@ func podCondition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 // kubelet's message and changes nothing.
 func TestResizeApplyInPlace(t *testing.T) {
 	n := startNode(t, "--config", resizeNodeConfig(t))
-	keepLogOnFailure(t, n)
 	mib := int64(1 << 20)
 	if _, err := n.apply(resizePod("rz", "200m", "64Mi", "32Mi")); err != nil {
 		t.Fatal(err)
@@ -202,23 +201,6 @@ func TestResizeApplyInPlace(t *testing.T) {
 	}
 }
 
-// keepLogOnFailure copies berth's whole log next to the test's temp dirs
-// when the test fails, before the node's clean-up removes it.
-func keepLogOnFailure(t *testing.T, n *node) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		data, err := os.ReadFile(filepath.Join(n.root, "berth.log"))
-		if err == nil {
-			dst := filepath.Join(os.TempDir(), "berth-"+t.Name()+".log")
-			if os.WriteFile(dst, data, 0o644) == nil {
-				t.Logf("berth's log: %s", dst)
-			}
-		}
-	})
-}
-
 // resizeNodeConfig keeps image GC off the test's busybox: this machine's
 // disk is shared and often past the default 85%.
 func resizeNodeConfig(t *testing.T) string {
@@ -249,7 +231,6 @@ func resizePatch(container, cpu, mem string) string {
 func TestResizeCluster(t *testing.T) {
 	cp, client, _ := startControlPlane(t)
 	cn := startClusterNodeOn(t, cp, "berth-rz", containerd2Dir(t), "--config", resizeNodeConfig(t))
-	keepLogOnFailure(t, cn.node)
 	node := waitNodeReady(t, client, cn.name, true, 90*time.Second)
 	if v := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(v, "containerd://2.") {
 		t.Fatalf("the node runs %s, not containerd 2", v)
