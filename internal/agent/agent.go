@@ -33,6 +33,10 @@ const probeUserAgent = "kube-probe/1.37"
 // terminalPodsDir, under the root dir, records the pods berth evicted.
 const terminalPodsDir = "terminal-pods"
 
+// resizeDir holds the checkpoint of the pods' allocated and actuated
+// resources (in-place resize).
+const resizeDir = "resize"
+
 // reasonTerminalRecordCorrupt is the node event of a record of an evicted
 // pod that could not be trusted.
 const reasonTerminalRecordCorrupt = "TerminalPodRecordCorrupt"

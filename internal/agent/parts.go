@@ -27,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/prober/probe"
+	"github.com/berth-dev/berth/internal/resize"
 	"github.com/berth-dev/berth/internal/stats"
 	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/volume"
@@ -269,6 +270,11 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 	}
 	if p.host.cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = p.host.cgroups
+	}
+	// A checkpoint that cannot be read starts empty, as the kubelet's: the
+	// running pods are then taken to run with their specs.
+	if deps.Resize, err = resize.Open(filepath.Join(cfg.RootDir, resizeDir), p.clk); err != nil {
+		log.Warn("the resize checkpoint could not be read; starting with none", "err", err)
 	}
 	return deps, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -240,6 +241,15 @@ func (s *Store) Apply(pod *v1.Pod) (*v1.Pod, Applied, error) {
 	next := pod.DeepCopy()
 	next.UID = uuid.NewUUID()
 	next.CreationTimestamp = metav1.NewTime(s.clk.Now())
+	if old != nil && ResizeOnly(old, pod) {
+		// Resized in place, as the resize subresource does: the same pod,
+		// a new generation.
+		next.UID, next.CreationTimestamp = old.UID, old.CreationTimestamp
+		next.Generation = max(old.Generation, 1) + 1
+		// The sync loop tells a new version of a pod by its
+		// resourceVersion (SameContent).
+		next.ResourceVersion = strconv.FormatInt(next.Generation, 10)
+	}
 	data, err := encodeRecord(next)
 	if err != nil {
 		return nil, "", err
@@ -357,6 +367,8 @@ func samePod(stored, want *v1.Pod) bool {
 		p.UID = ""
 		p.CreationTimestamp = metav1.Time{}
 		p.Status = v1.PodStatus{}
+		// Set by a resize in place (ResizeOnly).
+		p.Generation, p.ResourceVersion = 0, ""
 	}
 	return apiequality.Semantic.DeepEqual(a, b)
 }

@@ -167,6 +167,11 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 			log.Warn("forgetting the evicted pod failed", "err", err)
 		}
 	}
+	if d.Resize != nil {
+		if err := d.Resize.RemovePod(w.uid); err != nil {
+			log.Warn("forgetting the pod's allocation failed", "err", err)
+		}
+	}
 	if !(d.KeepDeletedStatuses && deletedThroughAPI(pod)) {
 		d.Status.Delete(w.uid)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/resize"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -67,6 +68,9 @@ type worker struct {
 	waitsForPredecessor bool
 	// volumesRefreshed is when refreshVolumes last ran.
 	volumesRefreshed time.Time
+	// resizePending is the last verdict of a resize not admitted, so
+	// that its event is posted once.
+	resizePending resize.Verdict
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
@@ -260,13 +264,23 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	if d.Probes != nil {
 		probes = d.Probes
 	}
-	plan := ComputePlan(pod, st, probes)
+	// The containers run with what is allocated to them, which differs
+	// from the spec while a resize is not admitted.
+	allocated := w.resizeAllocate(pod, log)
+	restarts, resized := w.resizeRunning(ctx, allocated, st, log)
+	if resized {
+		if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
+			log.Warn("reading pod status from the runtime failed", "err", err)
+			return retryAfterError
+		}
+	}
+	plan := withResizeRestarts(ComputePlan(allocated, st, probes), restarts)
 	log.Debug("sync", "plan", plan.String())
-	w.refreshVolumes(ctx, pod, st, plan, log)
+	w.refreshVolumes(ctx, allocated, st, plan, log)
 	next := d.Resync
 	if !plan.Idle() {
 		var after time.Duration
-		if st, after, err = w.applyAndObserve(ctx, pod, st, plan, log); err != nil {
+		if st, after, err = w.applyAndObserve(ctx, allocated, st, plan, log); err != nil {
 			log.Warn("reading pod status from the runtime failed", "err", err)
 			return retryAfterError
 		}
@@ -326,6 +340,9 @@ func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool)
 	})
 	if e := w.syncError; e != nil && e.Reason == devicemanager.ReasonDevicePluginNotReady && out.Phase == v1.PodPending {
 		out.Reason, out.Message = e.Reason, e.Message
+	}
+	if d.Resize != nil {
+		d.Resize.Decorate(pod, &out)
 	}
 	w.published = &out
 	shown := pod

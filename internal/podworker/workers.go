@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/podobjects"
 	"github.com/berth-dev/berth/internal/prober/probe"
+	"github.com/berth-dev/berth/internal/resize"
 	"github.com/berth-dev/berth/internal/status"
 	"github.com/berth-dev/berth/internal/volume"
 )
@@ -184,6 +185,9 @@ type Deps struct {
 	DevicePluginWait time.Duration
 	// Metrics records syncs and pod starts; nil records nothing.
 	Metrics *Metrics
+	// Resize keeps the pods' allocated and actuated resources for
+	// in-place resize; nil resizes nothing (a changed spec is ignored).
+	Resize *resize.Manager
 }
 
 // Workers owns one worker per pod.

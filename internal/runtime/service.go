@@ -222,3 +222,12 @@ func (s *Service) ExecSync(ctx context.Context, id string, cmd []string, timeout
 	}
 	return resp.Stdout, resp.Stderr, resp.ExitCode, nil
 }
+
+// UpdateContainerResources changes a running container's resources in
+// place (in-place pod resize).
+func (s *Service) UpdateContainerResources(ctx context.Context, id string, r *runtimeapi.LinuxContainerResources) error {
+	ctx, cancel := withTimeout(ctx, s.callTimeout)
+	defer cancel()
+	_, err := s.rs.UpdateContainerResources(ctx, &runtimeapi.UpdateContainerResourcesRequest{ContainerId: id, Linux: r})
+	return err
+}

@@ -185,7 +185,8 @@ func MirrorOf(static *v1.Pod, nodeName string, nodeUID types.UID) *v1.Pod {
 // readiness gates) are kept as the API server has them.
 func ownedByKubelet(t v1.PodConditionType) bool {
 	switch t {
-	case v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodReadyToStartContainers:
+	case v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodReadyToStartContainers,
+		v1.PodResizePending, v1.PodResizeInProgress:
 		return true
 	}
 	return false

@@ -297,3 +297,26 @@ func (h *Hierarchy) updateQOSLocked() error {
 func (h *Hierarchy) allocatableMemory() int64 {
 	return h.opts.Allocatable.Memory().Value()
 }
+
+// ResizePod writes cfg, the values an in-place resize changes, to the pod's
+// cgroup, and counts the pod's new resources in the QoS cgroups (the
+// kubelet updates them after a resize too).
+func (h *Hierarchy) ResizePod(pod *v1.Pod, cfg cm.ResourceConfig) error {
+	if err := h.w.Update(h.CgroupParent(pod), cfg); err != nil {
+		return fmt.Errorf("pod cgroup: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pods[pod.UID] = pod
+	return h.updateQOSLocked()
+}
+
+// MemoryUsage is the memory the pod's cgroup uses, or with a container ID
+// the container's (runc puts it in <pod cgroup>/<id> under cgroupfs).
+func (h *Hierarchy) MemoryUsage(pod *v1.Pod, containerID string) (int64, error) {
+	p := h.CgroupParent(pod)
+	if containerID != "" {
+		p += "/" + containerID
+	}
+	return h.w.MemoryUsage(p)
+}
