@@ -27,12 +27,20 @@ type admitter struct {
 	// forget removes it once they are no longer wanted.
 	rejecter lifecycle.Rejecter
 	forget   func(types.UID)
-	seq      int
-	admitted map[types.UID]*admittedPod
+	// allocations are the in-place resizes' (nil: none).
+	allocations allocations
+	seq         int
+	admitted    map[types.UID]*admittedPod
 	// results are the decisions about the desired pods, for describe.
 	results map[types.UID]admission.Result
 	// victims are being preempted: committed to stop, they hold nothing.
 	victims map[types.UID]bool
+}
+
+// allocations gives a pod with the resources allocated to it, which an
+// in-place resize may have changed since the pod was admitted.
+type allocations interface {
+	Allocated(pod *v1.Pod) *v1.Pod
 }
 
 type admittedPod struct {
@@ -40,14 +48,15 @@ type admittedPod struct {
 	seq  int
 }
 
-func newAdmitter(pipeline lifecycle.Pipeline, rejecter lifecycle.Rejecter, forget func(types.UID)) *admitter {
+func newAdmitter(pipeline lifecycle.Pipeline, rejecter lifecycle.Rejecter, forget func(types.UID), alloc allocations) *admitter {
 	return &admitter{
-		pipeline: pipeline,
-		rejecter: rejecter,
-		forget:   forget,
-		admitted: map[types.UID]*admittedPod{},
-		results:  map[types.UID]admission.Result{},
-		victims:  map[types.UID]bool{},
+		pipeline:    pipeline,
+		allocations: alloc,
+		rejecter:    rejecter,
+		forget:      forget,
+		admitted:    map[types.UID]*admittedPod{},
+		results:     map[types.UID]admission.Result{},
+		victims:     map[types.UID]bool{},
 	}
 }
 
@@ -171,6 +180,13 @@ func (a *admitter) active(exclude types.UID, terminal func(types.UID) bool) []*a
 	out := make([]*admission.PodInfo, len(held))
 	for i, p := range held {
 		out[i] = p.info
+		// A pod resized in place holds its allocation, not what it was
+		// admitted with (the kubelet admits against allocated resources).
+		if a.allocations != nil {
+			if pod := a.allocations.Allocated(p.info.Pod); pod != p.info.Pod {
+				out[i] = admission.NewPodInfo(pod)
+			}
+		}
 	}
 	return out
 }

@@ -60,7 +60,44 @@ func env(node *v1.Node, terminal, adopted []types.UID) admitEnv {
 // testAdmitter admits with berth's pipeline, without node pressure or
 // sysctls; its rejections are not published.
 func testAdmitter() *admitter {
-	return newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil)
+	return newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil, nil)
+}
+
+// resizedTo allocates the named pods the CPU given, as an in-place resize
+// does.
+type resizedTo map[types.UID]string
+
+func (r resizedTo) Allocated(pod *v1.Pod) *v1.Pod {
+	cpu, ok := r[pod.UID]
+	if !ok {
+		return pod
+	}
+	out := pod.DeepCopy()
+	out.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+	return out
+}
+
+// TestAdmitCountsResizedAllocations checks that a new pod is admitted
+// against what an admitted pod holds after an in-place resize, not what it
+// was admitted with, both ways.
+func TestAdmitCountsResizedAllocations(t *testing.T) {
+	alloc := resizedTo{}
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil, alloc)
+	first := desiredFrom(snapshot(sized("a", "1", "500m")), nil)
+	a.admit(first, nil, env(testNode("2", 110), nil, nil))
+	alloc["1"] = "1500m" // a grew in place
+	grown := desiredFrom(snapshot(sized("a", "1", "500m"), sized("b", "2", "1")), first)
+	a.admit(grown, first, env(testNode("2", 110), nil, nil))
+	want := map[string]string{"default/b": "OutOfcpu: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000"}
+	if got := rejectedReasons(grown); !maps.Equal(got, want) {
+		t.Errorf("after a grew: rejected %v, want %v", got, want)
+	}
+	alloc["1"] = "200m" // a shrank in place
+	shrunk := desiredFrom(snapshot(sized("a", "1", "500m"), sized("c", "3", "1800m")), grown)
+	a.admit(shrunk, grown, env(testNode("2", 110), nil, nil))
+	if got := rejectedReasons(shrunk); len(got) != 0 {
+		t.Errorf("after a shrank: rejected %v, want c admitted", got)
+	}
 }
 
 func snapshot(pods ...*v1.Pod) podsource.Snapshot { return podsource.Snapshot{Pods: pods} }
@@ -290,7 +327,7 @@ func TestPublishRejections(t *testing.T) {
 	rec := &recordingStatuses{set: map[types.UID]v1.PodStatus{}}
 	a := newAdmitter(lifecycle.NewPipeline(nil, nil),
 		lifecycle.Rejecter{Status: rec, Events: rec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		func(uid types.UID) { delete(rec.set, uid) })
+		func(uid types.UID) { delete(rec.set, uid) }, nil)
 	node := testNode("2", 110)
 	first := desiredFrom(snapshot(sized("a", "1", "1500m"), sized("b", "2", "1")), nil)
 	a.admit(first, nil, env(node, nil, nil))

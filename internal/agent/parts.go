@@ -78,6 +78,7 @@ type parts struct {
 	containerGC    *containergc.Manager
 	summary        *stats.Provider
 	evictions      *eviction.Manager
+	resize         *resize.Manager      // in-place resizes' allocations
 	services       *podobjects.Services // nil standalone
 	workers        *podWorkers
 	sources        *podSources
@@ -276,6 +277,7 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 	if deps.Resize, err = resize.Open(filepath.Join(cfg.RootDir, resizeDir), p.clk); err != nil {
 		log.Warn("the resize checkpoint could not be read; starting with none", "err", err)
 	}
+	p.resize = deps.Resize
 	return deps, nil
 }
 
@@ -305,7 +307,7 @@ func (p *parts) buildLoop(ctx context.Context) error {
 			return n
 		},
 		admitter: newAdmitter(lifecycle.NewPipeline(p.evictions, host.sysctls),
-			lifecycle.Rejecter{Status: p.statuses, Events: p.recorder, Log: p.log}, p.statuses.Delete),
+			lifecycle.Rejecter{Status: p.statuses, Events: p.recorder, Log: p.log}, p.statuses.Delete, p.resize),
 		changed: changed, preemptions: preemptions, view: p.view,
 		snapshots: p.sources.out, pleg: p.plegEvents,
 	})

@@ -104,6 +104,20 @@ func (m *Manager) saveLocked() error {
 	return nil
 }
 
+// Allocated is pod with the resources allocated to it (pod itself when it
+// has no allocation, or the same as its spec): what it holds of the node,
+// as the kubelet's admission counts the other pods.
+func (m *Manager) Allocated(pod *v1.Pod) *v1.Pod {
+	if m == nil {
+		return pod
+	}
+	m.mu.Lock()
+	alloc := m.st.Allocated[pod.UID]
+	m.mu.Unlock()
+	out, _ := WithAllocation(pod, alloc)
+	return out
+}
+
 // Outcome is what Sync decided, for the worker's events and logs.
 type Outcome struct {
 	// Started is set when a resize was admitted in this call.
