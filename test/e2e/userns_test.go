@@ -11,7 +11,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 )
 
 // usernsPod is a pod of hostUsers: false with an emptyDir and a hostPath
@@ -38,6 +40,12 @@ spec:
     - {name: info, mountPath: /info}
 `, name, name, hostDir, busybox)
 }
+
+// quietDisk turns off the periodic image GC and the disk thresholds of
+// eviction: containerd 2's image filesystem is the host's, often past 85%
+// used on a shared test machine, and the GC would remove busybox, the
+// eviction manager refuse the pods; neither is what these tests check.
+var quietDisk = []string{"--image-gc-high-threshold", "100", "--eviction-hard", "memory.available<100Mi"}
 
 // hostSecretDir makes a directory under the node's root dir with a file
 // that only the host's root can read.
@@ -112,9 +120,7 @@ func (n *node) wantOwnUsers(pod *v1.Pod) uint64 {
 // the ranges survive a restart of berth (same mapping, none handed out
 // twice), and a removed pod's range is released.
 func TestUserNamespacesOnContainerd2(t *testing.T) {
-	// No periodic image GC: containerd 2's image filesystem is the host's,
-	// often past the 85% threshold here, and the GC would remove busybox.
-	n := startNodeOnContainerd2(t, "--image-gc-high-threshold", "100")
+	n := startNodeOnContainerd2(t, quietDisk...)
 	// The pods' user IDs must reach their files under the root dir.
 	if err := os.Chmod(n.root, 0o711); err != nil {
 		t.Fatal(err)
@@ -196,5 +202,62 @@ func TestUserNamespacesRefusedWithoutSupport(t *testing.T) {
 	})
 	if p := n.pod("hostnet"); p != nil && p.Status.Phase == v1.PodRunning {
 		t.Errorf("hostnet runs: %s", describe(p))
+	}
+}
+
+// Against the real control plane, on containerd 2: a pod of hostUsers:
+// false created through the API runs with its root mapped to an
+// unprivileged host range, and reads its configMap volume's files (owned
+// by the host's root) through their idmapped mount.
+func TestUserNamespacesClusterOnContainerd2(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	const name = "userns-node"
+	kubeconfig, err := cp.NodeKubeconfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNodeWithRuntime(t, "", containerd2Dir(t), "--node-name", name, "--kubeconfig", kubeconfig,
+		"--node-ip", "127.0.0.1", "--port", fmt.Sprint(freePort(t)), "--client-ca-file", cp.KubeletClientCA(),
+		"--node-status-update-frequency", "2s", quietDisk[0], quietDisk[1], quietDisk[2], quietDisk[3])
+	if err := os.Chmod(n.root, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	waitNodeReady(t, client, name, true, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	cm := &v1.ConfigMap{Data: map[string]string{"greeting": "hello"}}
+	cm.Name, cm.Namespace = "userns-cm", "default"
+	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		NodeName:  name,
+		HostUsers: ptr.To(false),
+		Volumes: []v1.Volume{{Name: "cm", VolumeSource: v1.VolumeSource{
+			ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: cm.Name}}}}},
+		Containers: []v1.Container{{Name: "app", Image: busybox, Command: []string{"sleep", "3600"},
+			VolumeMounts: []v1.VolumeMount{{Name: "cm", MountPath: "/cm"}}}},
+		TerminationGracePeriodSeconds: ptr.To(int64(1)),
+	}}
+	pod.Name, pod.Namespace = "userns", "default"
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *v1.Pod
+	waitFor(t, 3*time.Minute, "the userns pod running", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "userns", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got = p
+		return p.Status.Phase == v1.PodRunning && podReady(p), describe(p)
+	})
+	hostID, length := n.hostUIDMap(got)
+	t.Logf("userns: uid_map 0 %d %d", hostID, length)
+	if hostID < 65536 || length != 65536 {
+		t.Errorf("uid 0 maps to host %d (+%d), want an unprivileged range of 65536", hostID, length)
+	}
+	if out := n.exec(got, "app", "sh", "-c", "id -u; cat /cm/greeting"); out != "0\nhello" {
+		t.Errorf("in the container: %q, want root reading the configMap", out)
 	}
 }
