@@ -168,7 +168,7 @@ func TestUserNamespacesOnContainerd2(t *testing.T) {
 // Failed status and an event), never given a sandbox, never retried; a
 // static pod that shares a host namespace with it is refused as invalid.
 func TestUserNamespacesRefusedWithoutSupport(t *testing.T) {
-	n := startNode(t)
+	n := startNode(t, quietDisk...)
 	host := hostSecretDir(t, n)
 	n.writeManifest("userns.yaml", usernsPod("nouserns", host))
 	n.writeManifest("hostnet.yaml", strings.Replace(usernsPod("hostnet", host), "  hostUsers: false\n",
