@@ -60,7 +60,7 @@ func env(node *v1.Node, terminal, adopted []types.UID) admitEnv {
 // testAdmitter admits with berth's pipeline, without node pressure or
 // sysctls; its rejections are not published.
 func testAdmitter() *admitter {
-	return newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil, nil)
+	return newAdmitter(lifecycle.NewPipeline(nil, nil, lifecycle.NodeFeatures{}), lifecycle.Rejecter{}, nil, nil)
 }
 
 // resizedTo allocates the named pods the CPU given, as an in-place resize
@@ -82,7 +82,7 @@ func (r resizedTo) Allocated(pod *v1.Pod) *v1.Pod {
 // was admitted with, both ways.
 func TestAdmitCountsResizedAllocations(t *testing.T) {
 	alloc := resizedTo{}
-	a := newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil, alloc)
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil, lifecycle.NodeFeatures{}), lifecycle.Rejecter{}, nil, alloc)
 	first := desiredFrom(snapshot(sized("a", "1", "500m")), nil)
 	a.admit(first, nil, env(testNode("2", 110), nil, nil))
 	alloc["1"] = "1500m" // a grew in place
@@ -325,7 +325,7 @@ func (r *recordingStatuses) Event(pod *v1.Pod, _, reason, _ string) {
 // the rejecter, and forgotten with the pod.
 func TestPublishRejections(t *testing.T) {
 	rec := &recordingStatuses{set: map[types.UID]v1.PodStatus{}}
-	a := newAdmitter(lifecycle.NewPipeline(nil, nil),
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil, lifecycle.NodeFeatures{}),
 		lifecycle.Rejecter{Status: rec, Events: rec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		func(uid types.UID) { delete(rec.set, uid) }, nil)
 	node := testNode("2", 110)

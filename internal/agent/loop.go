@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/podsource"
 	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/status"
+	"github.com/berth-dev/berth/internal/userns"
 	"github.com/berth-dev/berth/internal/v1helper"
 	"github.com/berth-dev/berth/internal/volume"
 )
@@ -47,6 +48,8 @@ type syncLoop struct {
 	cgroups *hierarchy.Hierarchy
 	// podDirs holds the pods' directories (<root>/pods/<uid>).
 	podDirs *volume.Manager
+	// userns releases the user namespace ranges of pods that are gone.
+	userns  *userns.Manager
 	probes  *prober.Manager
 	devices *devicemanager.Manager
 	// terminal records the evicted pods; housekeeping forgets those whose
@@ -105,6 +108,7 @@ type loopDeps struct {
 	statuses    *status.Manager
 	cgroups     *hierarchy.Hierarchy
 	podDirs     *volume.Manager
+	userns      *userns.Manager
 	probes      *prober.Manager
 	devices     *devicemanager.Manager
 	terminal    *status.TerminalStore
@@ -121,7 +125,7 @@ type loopDeps struct {
 func newSyncLoop(d loopDeps) *syncLoop {
 	return &syncLoop{
 		log: d.log, clk: d.clk, workers: d.workers, statuses: d.statuses, cgroups: d.cgroups,
-		podDirs: d.podDirs, probes: d.probes, devices: d.devices, terminal: d.terminal, events: d.events,
+		podDirs: d.podDirs, userns: d.userns, probes: d.probes, devices: d.devices, terminal: d.terminal, events: d.events,
 		node: d.node, changed: d.changed, preemptions: d.preemptions, view: d.view,
 		snapshots: d.snapshots, pleg: d.pleg,
 		admitter:  d.admitter,
@@ -276,6 +280,11 @@ func (l *syncLoop) housekeep() {
 		}
 		if err != nil {
 			l.log.Warn("removing directories of pods that are gone", "err", err)
+		}
+	}
+	if l.userns != nil {
+		for _, uid := range l.userns.Housekeep(keep) {
+			l.log.Info("released the user namespace of a pod that is gone", "uid", uid)
 		}
 	}
 }

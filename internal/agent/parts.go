@@ -30,6 +30,7 @@ import (
 	"github.com/berth-dev/berth/internal/resize"
 	"github.com/berth-dev/berth/internal/stats"
 	"github.com/berth-dev/berth/internal/status"
+	"github.com/berth-dev/berth/internal/userns"
 	"github.com/berth-dev/berth/internal/volume"
 )
 
@@ -74,6 +75,8 @@ type parts struct {
 	relist         *pleg.PLEG
 	plegEvents     chan pleg.Event
 	volumes        *volume.Manager
+	userns         *userns.Manager
+	nodeFeatures   lifecycle.NodeFeatures
 	imageGC        *images.Manager
 	containerGC    *containergc.Manager
 	summary        *stats.Provider
@@ -216,6 +219,7 @@ func (p *parts) buildCollectors(context.Context) error {
 
 // buildWorkers builds the pod workers and the pod sources.
 func (p *parts) buildWorkers(ctx context.Context) error {
+	p.userns, p.nodeFeatures = p.buildUserNamespaces(ctx)
 	deps, err := p.workerDeps()
 	if err != nil {
 		return err
@@ -256,6 +260,7 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 		Events:              p.recorder,
 		Probes:              probeVerdicts{p.probes},
 		Devices:             p.devices,
+		UserNamespaces:      p.userns,
 		DevicePluginWait:    cfg.DevicePluginWait,
 		ParallelImagePulls:  cfg.Images.ParallelPulls(),
 		ParallelPodStarts:   parallelPodStarts(goruntime.NumCPU()),
@@ -297,7 +302,7 @@ func (p *parts) buildLoop(ctx context.Context) error {
 	}
 	p.loop = newSyncLoop(loopDeps{
 		log: p.log, clk: p.clk, workers: p.workers, statuses: p.statuses, cgroups: host.cgroups,
-		podDirs: p.volumes, probes: p.probes, devices: devices, terminal: p.terminal, events: p.recorder,
+		podDirs: p.volumes, userns: p.userns, probes: p.probes, devices: devices, terminal: p.terminal, events: p.recorder,
 		node: func() *v1.Node {
 			devCapacity, devAllocatable := admissionDeviceResources(devices.Resources())
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)
@@ -306,7 +311,7 @@ func (p *parts) buildLoop(ctx context.Context) error {
 			}
 			return n
 		},
-		admitter: newAdmitter(lifecycle.NewPipeline(p.evictions, host.sysctls),
+		admitter: newAdmitter(lifecycle.NewPipeline(p.evictions, host.sysctls, p.nodeFeatures),
 			lifecycle.Rejecter{Status: p.statuses, Events: p.recorder, Log: p.log}, p.statuses.Delete, p.resize),
 		changed: changed, preemptions: preemptions, view: p.view,
 		snapshots: p.sources.out, pleg: p.plegEvents,

@@ -86,6 +86,9 @@ type ContainerOptions struct {
 	// Devices is what the container's device plugins answered to Allocate;
 	// nil when it has no devices.
 	Devices *devicemanager.DeviceRunContainerOptions
+	// UserNamespace is the pod's user namespace, as on its sandbox
+	// (SandboxOptions.UserNamespace); nil for the node's.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // ContainerConfig builds the CRI config of container c of pod, as the
@@ -142,6 +145,7 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 		cfg.Envs[i] = &runtimeapi.KeyValue{Key: e.name, Value: []byte(e.value)}
 	}
 	addDeviceOptions(cfg, opts.Devices)
+	idmapMounts(cfg.Mounts, sc.NamespaceOptions.UsernsOptions)
 	return cfg, nil
 }
 
@@ -197,4 +201,17 @@ func expandAll(in []string, lookup func(string) (string, bool)) []string {
 		out[i] = expansion.Expand(s, lookup)
 	}
 	return out
+}
+
+// idmapMounts maps every mount of a container in its own user namespace to
+// the pod's IDs, as the kubelet's applyPlatformSpecificContainerConfig
+// does, so that files owned by root on the host (emptyDir, configMap and
+// secret files) are root's in the container.
+func idmapMounts(mounts []*runtimeapi.Mount, userns *runtimeapi.UserNamespace) {
+	if userns == nil || userns.Mode != runtimeapi.NamespaceMode_POD {
+		return
+	}
+	for _, m := range mounts {
+		m.UidMappings, m.GidMappings = userns.Uids, userns.Gids
+	}
 }

@@ -32,6 +32,9 @@ type SandboxOptions struct {
 	// resolver configuration, pods of the node's DNS get the local
 	// resolver of each one's family.
 	NodeIPs []string
+	// UserNamespace is the pod's user namespace (userns.Manager), nil for
+	// the node's; a pod with hostUsers: false must have one.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 // SandboxConfig builds the CRI sandbox config of a pod, as the kubelet's
@@ -143,7 +146,7 @@ func runtimeProtocol(p v1.Protocol) runtimeapi.Protocol {
 
 // sandboxLinuxConfig is the kubelet's generatePodSandboxLinuxConfig.
 func sandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeapi.LinuxPodSandboxConfig, error) {
-	ns, err := namespaceOptions(pod)
+	ns, err := namespaceOptions(pod, opts.UserNamespace)
 	if err != nil {
 		return nil, err
 	}

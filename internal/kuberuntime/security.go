@@ -41,16 +41,20 @@ func defaultReadonlyPaths() []string {
 
 // namespaceOptions maps the pod's host* fields to CRI namespace modes, as the
 // kubelet's NamespacesForPod does. The same options go on the sandbox and on
-// every container.
-func namespaceOptions(pod *v1.Pod) (*runtimeapi.NamespaceOption, error) {
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		return nil, fmt.Errorf("spec.hostUsers: false (user namespaces) is not supported")
+// every container. userns is the pod's user namespace (package userns),
+// nil for the node's.
+func namespaceOptions(pod *v1.Pod, userns *runtimeapi.UserNamespace) (*runtimeapi.NamespaceOption, error) {
+	if userns == nil {
+		userns = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
+	}
+	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers && userns.Mode != runtimeapi.NamespaceMode_POD {
+		return nil, fmt.Errorf("spec.hostUsers: false: the pod has no user namespace mappings")
 	}
 	ns := &runtimeapi.NamespaceOption{
 		Network:       runtimeapi.NamespaceMode_POD,
 		Pid:           runtimeapi.NamespaceMode_CONTAINER,
 		Ipc:           runtimeapi.NamespaceMode_POD,
-		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE
@@ -240,7 +244,7 @@ func containerSecurityContext(pod *v1.Pod, c *v1.Container, opts ContainerOption
 	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod.Spec.SecurityContext, c.SecurityContext); err != nil {
 		return nil, err
 	}
-	if sc.NamespaceOptions, err = namespaceOptions(pod); err != nil {
+	if sc.NamespaceOptions, err = namespaceOptions(pod, opts.UserNamespace); err != nil {
 		return nil, err
 	}
 	if opts.TargetContainerID != "" {

@@ -26,7 +26,7 @@ func TestNamespaceOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns, err := namespaceOptions(&v1.Pod{Spec: tt.spec})
+			ns, err := namespaceOptions(&v1.Pod{Spec: tt.spec}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,8 +35,8 @@ func TestNamespaceOptions(t *testing.T) {
 			}
 		})
 	}
-	if _, err := namespaceOptions(&v1.Pod{Spec: v1.PodSpec{HostUsers: ptr(false)}}); err == nil {
-		t.Error("hostUsers: false accepted")
+	if _, err := namespaceOptions(&v1.Pod{Spec: v1.PodSpec{HostUsers: ptr(false)}}, nil); err == nil {
+		t.Error("hostUsers: false accepted without mappings")
 	}
 }
 

@@ -78,9 +78,9 @@ func TestHandlers(t *testing.T) {
 		{"the node's OS", PodOSAdmitHandler(), pod("a", ""), nil, "", ""},
 		{"another OS", PodOSAdmitHandler(), windows, nil, admission.ReasonPodOSNotSupported,
 			"Failed to admit pod as the OS field doesn't match node OS"},
-		{"a supported pod", PodFeaturesAdmitHandler(), pod("a", ""), nil, "", ""},
-		{"an unsupported field", PodFeaturesAdmitHandler(), &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(false)}}, nil,
-			reasonUnsupportedPodField, "spec.hostUsers: false (user namespaces) is not supported by berth: its sandboxes run in the node's user namespace"},
+		{"a supported pod", PodFeaturesAdmitHandler(NodeFeatures{}), pod("a", ""), nil, "", ""},
+		{"an unsupported field", PodFeaturesAdmitHandler(NodeFeatures{}), &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(false)}}, nil,
+			reasonUnsupportedPodField, "spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
 		{"fits", PredicateAdmitHandler(), pod("b", "1"), []*v1.Pod{pod("a", "1")}, "", ""},
 		{"out of cpu", PredicateAdmitHandler(), pod("b", "1500m"), []*v1.Pod{pod("a", "1")}, "OutOfcpu",
 			"Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"},
@@ -175,7 +175,7 @@ func TestNewPipelineOrder(t *testing.T) {
 		{"the fit last, with preemption", false, crit, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewPipeline(tc.pressure, sysctls).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node("2"),
+			r := NewPipeline(tc.pressure, sysctls, NodeFeatures{}).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node("2"),
 				OtherPods: infos(pod("big", "1500m"))})
 			if r.Admit != (tc.wantReason == "") || r.Reason != tc.wantReason || (r.Preemption != nil) != tc.preempts {
 				t.Errorf("got %+v, want reason %q, preemption %v", r, tc.wantReason, tc.preempts)

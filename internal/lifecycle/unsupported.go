@@ -23,9 +23,12 @@ const (
 // pod. The kubelet runs that handler after its predicate handler; berth
 // runs this one before the resource fit, so that a pod it cannot run is
 // never admitted by preempting others.
-func PodFeaturesAdmitHandler() PodAdmitHandler {
+func PodFeaturesAdmitHandler(node NodeFeatures) PodAdmitHandler {
 	return HandlerFunc(func(attrs *PodAdmitAttributes) Result {
 		if r, bad := unsupported(attrs.Pod.Pod); bad {
+			return r
+		}
+		if r, bad := unsupportedUserNamespace(attrs.Pod.Pod, node); bad {
 			return r
 		}
 		return Result{Admit: true}

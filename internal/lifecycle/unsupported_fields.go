@@ -7,17 +7,12 @@ import (
 
 // unsupportedField finds the first pod field berth's sandbox and container
 // configs would drop or fail on at every start, and says why. Each is
-// refused because honouring it needs something berth does not have (a
-// user-namespaced runtime, dynamic resource allocation, a runtime that
-// takes a stop signal) or does not implement; fields berth passes to the
+// refused because honouring it needs something berth does not have
+// (dynamic resource allocation, a runtime that takes a stop signal) or does not implement; fields berth passes to the
 // runtime, or that the kubelet itself ignores on Linux (windowsOptions,
 // seLinuxChangePolicy without SELinux), are not listed.
 func unsupportedField(pod *v1.Pod) (path, why string, found bool) {
 	spec := field.NewPath("spec")
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		return spec.Child("hostUsers").String(),
-			"false (user namespaces) is not supported by berth: its sandboxes run in the node's user namespace", true
-	}
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return spec.Child("resourceClaims").String(), claimsWhy, true
 	}

@@ -41,8 +41,6 @@ func TestUnsupported(t *testing.T) {
 		{"unknown emptyDir medium", withVolume(v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: "Pmem"}}),
 			reasonUnsupportedVolume, `volume "data": emptyDir medium "Pmem" volumes are not supported`},
 		{"host users", &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(true)}}, "", ""},
-		{"user namespace", &v1.Pod{Spec: v1.PodSpec{HostUsers: ptr.To(false)}},
-			reasonUnsupportedPodField, "spec.hostUsers: false (user namespaces) is not supported by berth"},
 		{"pod resource claims", &v1.Pod{Spec: v1.PodSpec{ResourceClaims: []v1.PodResourceClaim{{Name: "gpu"}}}},
 			reasonUnsupportedPodField, "spec.resourceClaims: dynamic resource allocation is not supported"},
 		{"container resource claims", withContainer(v1.Container{Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}}),
@@ -103,7 +101,7 @@ func TestRefusalOrder(t *testing.T) {
 		{"windows label and an unsafe sysctl", withSysctl(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.LabelOSStable: "windows"}}},
 			"kernel.msgmax"), admission.ReasonSysctlForbidden},
 	} {
-		r := NewPipeline(nil, sysctls).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node})
+		r := NewPipeline(nil, sysctls, NodeFeatures{}).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node})
 		if r.Admit != (tc.wantReason == "") || r.Reason != tc.wantReason {
 			t.Errorf("%s: %+v, want %q", tc.name, r, tc.wantReason)
 		}

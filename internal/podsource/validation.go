@@ -48,6 +48,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	errs = append(errs, validateRestartPolicy(spec.RestartPolicy, fldPath.Child("restartPolicy"))...)
 	errs = append(errs, validateDNS(spec, fldPath)...)
 	errs = append(errs, validateHostAliases(spec.HostAliases, fldPath.Child("hostAliases"))...)
+	errs = append(errs, validateHostUsers(spec, fldPath)...)
 	if spec.TerminationGracePeriodSeconds != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(*spec.TerminationGracePeriodSeconds, fldPath.Child("terminationGracePeriodSeconds"))...)
 	}

@@ -50,11 +50,25 @@ func (w *worker) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSand
 	if d.Cgroups != nil {
 		opts.CgroupParent = d.Cgroups.CgroupParent(pod)
 	}
+	var err error
+	if opts.UserNamespace, err = w.userNamespace(pod); err != nil {
+		return nil, nil, err
+	}
 	hostDNS, err := kuberuntime.HostDNSConfig(d.ResolvConf)
 	if err != nil {
 		return nil, nil, err
 	}
 	return kuberuntime.SandboxConfig(pod, opts, hostDNS)
+}
+
+// userNamespace is the pod's user namespace, the same for its sandbox and
+// every container (the kubelet asks GetOrCreateUserNamespaceMappings for
+// each); nil, the node's, without a manager.
+func (w *worker) userNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error) {
+	if w.ws.deps.UserNamespaces == nil {
+		return nil, nil
+	}
+	return w.ws.deps.UserNamespaces.PodUserNamespace(pod)
 }
 
 // dnsWarnings records the warnings of forming the pod's resolver
@@ -117,6 +131,9 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return nil, opts, err
 	}
 	if err := w.imageUser(ctx, pod, c, &opts); err != nil {
+		return nil, opts, err
+	}
+	if opts.UserNamespace, err = w.userNamespace(pod); err != nil {
 		return nil, opts, err
 	}
 	cfg, err := kuberuntime.ContainerConfig(pod, c, opts)

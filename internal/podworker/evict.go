@@ -106,6 +106,9 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog
 	if err := d.Volumes.TearDown(pod.UID); err != nil {
 		log.Warn("tearing down the volumes of the evicted pod failed", "err", err)
 	}
+	if d.UserNamespaces != nil { // stopped for good, as the kubelet releases a terminated pod's
+		d.UserNamespaces.Release(pod.UID)
+	}
 	if d.Cgroups != nil {
 		killed, err := d.Cgroups.RemovePod(pod.UID)
 		w.stragglersKilled(pod, killed, log)

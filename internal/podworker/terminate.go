@@ -145,6 +145,9 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	if err := d.Volumes.TearDown(w.uid); err != nil {
 		return fmt.Errorf("tear down volumes: %w", err)
 	}
+	if d.UserNamespaces != nil { // its sandboxes are gone: the IDs are free
+		d.UserNamespaces.Release(w.uid)
+	}
 	if d.Cgroups != nil {
 		killed, err := d.Cgroups.RemovePod(w.uid)
 		w.stragglersKilled(pod, killed, log)

@@ -56,6 +56,13 @@ type Volumes interface {
 	WriteHostsFile(uid types.UID, content []byte) (string, error)
 }
 
+// UserNamespaces gives pods of hostUsers: false their ID ranges (package
+// userns); nil on a node that gives none.
+type UserNamespaces interface {
+	PodUserNamespace(pod *v1.Pod) (*runtimeapi.UserNamespace, error)
+	Release(uid types.UID)
+}
+
 // PodCgroups is the pod cgroup tree (package cm/hierarchy); nil when pods
 // are not given cgroups of their own (cgroupsPerQOS false).
 type PodCgroups interface {
@@ -120,6 +127,7 @@ type Deps struct {
 	Cgroups         PodCgroups
 	Probes          Probes
 	Devices         Devices
+	UserNamespaces  UserNamespaces
 	// Terminal keeps evicted pods evicted across restarts; nil keeps them
 	// in memory only.
 	Terminal TerminalStore

@@ -37,7 +37,7 @@ spec:
 	n.writeManifest("orphan.yaml", widgetPod("orphan", 1))
 
 	for _, tc := range []struct{ name, reason, message string }{
-		{"userns", "UnsupportedPodField", "Pod was rejected: spec.hostUsers: false (user namespaces) is not supported by berth"},
+		{"userns", "UnsupportedPodField", "Pod was rejected: spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
 		{"orphan", devicemanager.ReasonUnexpectedAdmissionError, "Pod was rejected: Allocate failed due to "},
 	} {
 		var pod *v1.Pod

@@ -43,7 +43,7 @@ spec:
 	for _, tc := range []struct{ name, reason, message string }{
 		{"windows", "PodOSNotSupported", "Failed to admit pod as the OS field doesn't match node OS"},
 		{"windows-label", "PodOSSelectorNodeLabelDoesNotMatch", "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"},
-		{"userns", "UnsupportedPodField", "spec.hostUsers: false (user namespaces) is not supported by berth"},
+		{"userns", "UnsupportedPodField", "spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
 	} {
 		var p *v1.Pod
 		waitFor(t, 30*time.Second, tc.name+" rejected with "+tc.reason, func() (bool, string) {

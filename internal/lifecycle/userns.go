@@ -1,0 +1,30 @@
+package lifecycle
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// NodeFeatures are what the node's runtime can do for a pod, read from its
+// CRI status when berth starts.
+type NodeFeatures struct {
+	// UserNamespaces tells whether pods can have user namespaces of their
+	// own (spec.hostUsers: false); UserNamespacesWhy says why not.
+	UserNamespaces    bool
+	UserNamespacesWhy string
+}
+
+// unsupportedUserNamespace refuses a pod of hostUsers: false on a node
+// whose runtime cannot give it a user namespace. The kubelet admits such a
+// pod and fails its every sandbox (GetOrCreateUserNamespaceMappings);
+// berth refuses it once, here, with the kubelet's message, so that it is
+// Failed with the reason instead of retried for ever.
+func unsupportedUserNamespace(pod *v1.Pod, node NodeFeatures) (Result, bool) {
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers || node.UserNamespaces {
+		return Result{}, false
+	}
+	msg := "spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	if node.UserNamespacesWhy != "" {
+		msg += ": " + node.UserNamespacesWhy
+	}
+	return Result{Reason: reasonUnsupportedPodField, Message: msg}, true
+}
