@@ -60,7 +60,7 @@ func env(node *v1.Node, terminal, adopted []types.UID) admitEnv {
 // testAdmitter admits with berth's pipeline, without node pressure or
 // sysctls; its rejections are not published.
 func testAdmitter() *admitter {
-	return newAdmitter(lifecycle.NewPipeline(nil, nil), lifecycle.Rejecter{}, nil)
+	return newAdmitter(lifecycle.NewPipeline(nil, nil, lifecycle.RuntimeInfo{}), lifecycle.Rejecter{}, nil)
 }
 
 func snapshot(pods ...*v1.Pod) podsource.Snapshot { return podsource.Snapshot{Pods: pods} }
@@ -288,7 +288,7 @@ func (r *recordingStatuses) Event(pod *v1.Pod, _, reason, _ string) {
 // the rejecter, and forgotten with the pod.
 func TestPublishRejections(t *testing.T) {
 	rec := &recordingStatuses{set: map[types.UID]v1.PodStatus{}}
-	a := newAdmitter(lifecycle.NewPipeline(nil, nil),
+	a := newAdmitter(lifecycle.NewPipeline(nil, nil, lifecycle.RuntimeInfo{}),
 		lifecycle.Rejecter{Status: rec, Events: rec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		func(uid types.UID) { delete(rec.set, uid) })
 	node := testNode("2", 110)

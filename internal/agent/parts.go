@@ -298,7 +298,8 @@ func (p *parts) buildLoop(ctx context.Context) error {
 			}
 			return n
 		},
-		admitter: newAdmitter(lifecycle.NewPipeline(p.evictions, host.sysctls),
+		admitter: newAdmitter(lifecycle.NewPipeline(p.evictions, host.sysctls,
+			lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}),
 			lifecycle.Rejecter{Status: p.statuses, Events: p.recorder, Log: p.log}, p.statuses.Delete),
 		changed: changed, preemptions: preemptions, view: p.view,
 		snapshots: p.sources.out, pleg: p.plegEvents,

@@ -75,13 +75,14 @@ func (criticalPodAdmissionHandler) HandleAdmissionFailure(attrs *PodAdmitAttribu
 
 // NewPipeline is berth's admission pipeline in its order (doc.go): the
 // eviction manager's check (nil: none), the node's sysctl allowlist, the
-// pod's OS, berth's unsupported features, then the resource fit and node
-// predicates with critical-pod preemption.
-func NewPipeline(pressure PressureAdmitter, sysctls *admission.SysctlAllowlist) Pipeline {
+// pod's OS, berth's unsupported features, what the runtime rt cannot do,
+// then the resource fit and node predicates with critical-pod preemption.
+func NewPipeline(pressure PressureAdmitter, sysctls *admission.SysctlAllowlist, rt RuntimeInfo) Pipeline {
 	var hs []PodAdmitHandler
 	if pressure != nil {
 		hs = append(hs, EvictionAdmitHandler(pressure))
 	}
-	hs = append(hs, SysctlAdmitHandler(sysctls), PodOSAdmitHandler(), PodFeaturesAdmitHandler(), PredicateAdmitHandler())
+	hs = append(hs, SysctlAdmitHandler(sysctls), PodOSAdmitHandler(), PodFeaturesAdmitHandler(), ImageVolumeAdmitHandler(rt),
+		PredicateAdmitHandler())
 	return Pipeline{Handlers: hs, Failure: CriticalPodAdmissionHandler()}
 }

@@ -175,7 +175,7 @@ func TestNewPipelineOrder(t *testing.T) {
 		{"the fit last, with preemption", false, crit, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewPipeline(tc.pressure, sysctls).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node("2"),
+			r := NewPipeline(tc.pressure, sysctls, RuntimeInfo{}).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod), Node: node("2"),
 				OtherPods: infos(pod("big", "1500m"))})
 			if r.Admit != (tc.wantReason == "") || r.Reason != tc.wantReason || (r.Preemption != nil) != tc.preempts {
 				t.Errorf("got %+v, want reason %q, preemption %v", r, tc.wantReason, tc.preempts)
