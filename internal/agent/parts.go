@@ -196,7 +196,9 @@ func (p *parts) buildCollectors(context.Context) error {
 	if err := registerRuntimeCollector(reg, p.relist.LastRelist); err != nil {
 		return err
 	}
-	if p.imageGC, err = newImageGC(cfg, cri, p.view, p.clk, p.recorder, reg, log); err != nil {
+	if p.imageGC, err = newImageGC(cfg, cri, p.view,
+		lifecycle.RuntimeMountsImages(lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}),
+		p.clk, p.recorder, reg, log); err != nil {
 		return fmt.Errorf("image GC: %w", err)
 	}
 	state := podState{view: p.view, workers: p.link, statuses: p.statuses}
