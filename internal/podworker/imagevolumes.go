@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -96,9 +97,34 @@ func (ex *execution) pullImageVolume(ctx context.Context, v *v1.Volume) imageVol
 		return imageVolumePull{waiting: waiting, retry: w.ws.pullBackOff.Get(key)}
 	}
 	w.ws.pullBackOff.Reset(key)
+	img, err := w.ws.deps.Runtime.ImageStatus(ctx, ref)
+	if err != nil || img == nil {
+		msg := fmt.Sprintf("Failed to inspect image %q: %v", v.Image.Reference, err)
+		if err == nil {
+			msg = fmt.Sprintf("Failed to inspect image %q: it is gone since its pull", v.Image.Reference)
+		}
+		return imageVolumePull{waiting: &status.Waiting{Reason: "ImageInspectError", Message: msg}, retry: retryAfterError}
+	}
 	return imageVolumePull{spec: &runtimeapi.ImageSpec{
-		Image:              ref,
+		Image:              volumeImageName(img),
 		UserSpecifiedImage: v.Image.Reference,
 		Annotations:        pod.Annotations,
 	}}
+}
+
+// volumeImageName is the name the image volume's mount gives the runtime:
+// one of the image's own names, a digest first (it cannot move), else a
+// tag, and its ID only when it has no name. The kubelet passes the ID, but
+// containerd (2.4) looks the image up by that name in its image store, and
+// only a pull through the CRI records an image under its ID: an image
+// imported into the runtime (as berth's nodes and tests get theirs) would
+// fail to mount with "not found".
+func volumeImageName(img *runtimeapi.Image) string {
+	if d := img.GetRepoDigests(); len(d) > 0 {
+		return d[0]
+	}
+	if t := img.GetRepoTags(); len(t) > 0 {
+		return t[0]
+	}
+	return img.GetId()
 }

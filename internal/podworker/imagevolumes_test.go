@@ -8,8 +8,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/berth-dev/berth/internal/testing/fakecri"
 )
 
 func TestMountedImageVolumes(t *testing.T) {
@@ -60,7 +58,7 @@ func TestExecuteImageVolume(t *testing.T) {
 	checkCalls(t, "calls", mutations(e.rt), []string{"RunPodSandbox u1", "PullImage tools:1", "PullImage busybox", "CreateContainer app", "StartContainer"})
 	cfg := e.rt.ContainerConfig(e.containerID(t, "app"))
 	want := &runtimeapi.Mount{ContainerPath: "/tools", Readonly: true, ImageSubPath: "etc",
-		Image: &runtimeapi.ImageSpec{Image: fakecri.ImageID("tools:1"), UserSpecifiedImage: "tools:1"}}
+		Image: &runtimeapi.ImageSpec{Image: "tools:1", UserSpecifiedImage: "tools:1"}}
 	if len(cfg.Mounts) == 0 || !reflect.DeepEqual(cfg.Mounts[0], want) {
 		t.Errorf("mounts %v, want first %v", cfg.Mounts, want)
 	}
@@ -105,4 +103,19 @@ func TestExecuteImageVolumeFailures(t *testing.T) {
 			t.Errorf("events %q lack the back-off", e.events.list())
 		}
 	})
+}
+
+func TestVolumeImageName(t *testing.T) {
+	for _, tc := range []struct {
+		img  *runtimeapi.Image
+		want string
+	}{
+		{&runtimeapi.Image{Id: "sha256:1", RepoTags: []string{"a:1"}, RepoDigests: []string{"a@sha256:2"}}, "a@sha256:2"},
+		{&runtimeapi.Image{Id: "sha256:1", RepoTags: []string{"berth.local/tools:1", "tools:latest"}}, "berth.local/tools:1"},
+		{&runtimeapi.Image{Id: "sha256:1"}, "sha256:1"},
+	} {
+		if got := volumeImageName(tc.img); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.img, got, tc.want)
+		}
+	}
 }
