@@ -3,13 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/imagebuild"
@@ -210,5 +216,58 @@ spec:
 	}
 	if sbs := n.sandboxes(string(pod.UID)); len(sbs) != 0 {
 		t.Errorf("a refused pod got %d sandboxes", len(sbs))
+	}
+}
+
+// On containerd 2, an image volume with pullPolicy Always is pulled from
+// its registry (here an in-process one on 127.0.0.1) with the kubelet's
+// events, and mounted.
+func TestImageVolumePulledOnContainerd2(t *testing.T) {
+	// Busybox is pinned: the machine's disk may be past the image GC's
+	// threshold, and nothing uses it until the pod starts.
+	n := startNodeOnContainerd2(t, "--pinned-image", busybox)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: registry.New(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	host := ln.Addr().String()
+	ref := host + "/e2e/imgvol-data:v1"
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(parsed, dataImage(t, "pulled for a volume\n")); err != nil {
+		t.Fatalf("push to the test registry: %v", err)
+	}
+	hostsDir := filepath.Join(n.root, "containerd", "certs.d", host)
+	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hostsToml := fmt.Sprintf("server = \"http://%s\"\n\n[host.\"http://%s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", host, host)
+	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), []byte(hostsToml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.writeManifest("pulled.yaml", `
+apiVersion: v1
+kind: Pod
+metadata: {name: pulled}
+spec:
+  containers:
+  - name: app
+    image: `+busybox+`
+    command: ["sleep", "3600"]
+    volumeMounts: [{name: data, mountPath: /vol}]
+  volumes:
+  - name: data
+    image: {reference: "`+ref+`", pullPolicy: Always}
+`)
+	pod := n.waitRunning("pulled", 2*time.Minute)
+	n.waitEvent("pulled", "Pulling", fmt.Sprintf("Pulling image %q", ref))
+	n.waitEvent("pulled", "Pulled", fmt.Sprintf("Successfully pulled image %q", ref))
+	if got := n.exec(pod, "app", "cat", "/vol/data/hello.txt"); got != "pulled for a volume\n" {
+		t.Errorf("/vol/data/hello.txt = %q", got)
 	}
 }
