@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/config"
@@ -19,8 +21,9 @@ import (
 // knows which pods it wants: until then, every image looks unused.
 var errSourceNotReady = errors.New("the manifests have not been read yet")
 
-// newImageGC returns the image garbage collector of cri's images.
-func newImageGC(cfg *config.Config, cri *runtime.Service, view *podView, clk clock.WithTicker,
+// newImageGC returns the image garbage collector of cri's images;
+// mountsImages tells whether the runtime can mount images as volumes.
+func newImageGC(cfg *config.Config, cri *runtime.Service, view *podView, mountsImages bool, clk clock.WithTicker,
 	recorder *events.Recorder, registry prometheus.Registerer, log *slog.Logger) (*images.Manager, error) {
 	i := cfg.Images
 	return images.NewManager(images.Options{
@@ -32,7 +35,7 @@ func newImageGC(cfg *config.Config, cri *runtime.Service, view *podView, clk clo
 		},
 		Runtime:      cri,
 		FsStats:      cri.ImageFsStats,
-		InUse:        func(ctx context.Context) ([]string, error) { return imagesInUse(ctx, cri, view) },
+		InUse:        func(ctx context.Context) ([]string, error) { return imagesInUse(ctx, cri, view, mountsImages) },
 		SandboxImage: noderuntime.SandboxImage,
 		Pinned:       i.Pinned,
 		Clock:        clk,
@@ -44,10 +47,11 @@ func newImageGC(cfg *config.Config, cri *runtime.Service, view *podView, clk clo
 }
 
 // imagesInUse is every image berth must keep: those of every container the
-// runtime has, running or exited, of every pod berth wants (so an image is
-// kept between its pull and its container's creation), and of pulls in
-// flight (kubernetes#123631).
-func imagesInUse(ctx context.Context, cri *runtime.Service, view *podView) ([]string, error) {
+// runtime has, running or exited, of every pod berth wants, image volumes
+// included (so an image is kept between its pull and its container's
+// creation), of pulls in flight (kubernetes#123631), and those mounted as
+// volumes by the containers the runtime runs.
+func imagesInUse(ctx context.Context, cri *runtime.Service, view *podView, mountsImages bool) ([]string, error) {
 	wanted, ready := view.wantedImages()
 	if !ready {
 		return nil, errSourceNotReady
@@ -63,5 +67,33 @@ func imagesInUse(ctx context.Context, cri *runtime.Service, view *podView) ([]st
 			out = append(out, c.Image.Image)
 		}
 	}
+	if !mountsImages {
+		return out, nil
+	}
+	// A pod berth no longer wants may still run (it is being stopped): its
+	// image volumes are read from its containers' mounts, as the kubelet's
+	// handleImageVolumes does. Only the running ones: an exited container
+	// is started again only from a wanted pod, whose images are kept above.
+	for _, c := range containers {
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		st, err := cri.ContainerStatus(ctx, c.Id)
+		if err != nil {
+			return nil, fmt.Errorf("reading the mounts of container %s: %w", c.Id, err)
+		}
+		out = append(out, mountedImages(st)...)
+	}
 	return out, nil
+}
+
+// mountedImages returns the images a container mounts as volumes.
+func mountedImages(st *runtimeapi.ContainerStatus) []string {
+	var out []string
+	for _, m := range st.GetMounts() {
+		if img := m.GetImage(); img.GetImage() != "" {
+			out = append(out, img.GetImage())
+		}
+	}
+	return out
 }

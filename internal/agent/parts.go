@@ -201,7 +201,9 @@ func (p *parts) buildCollectors(context.Context) error {
 	if err := registerRuntimeCollector(reg, p.relist.LastRelist); err != nil {
 		return err
 	}
-	if p.imageGC, err = newImageGC(cfg, cri, p.view, p.clk, p.recorder, reg, log); err != nil {
+	if p.imageGC, err = newImageGC(cfg, cri, p.view,
+		lifecycle.RuntimeMountsImages(lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}),
+		p.clk, p.recorder, reg, log); err != nil {
 		return fmt.Errorf("image GC: %w", err)
 	}
 	state := podState{view: p.view, workers: p.link, statuses: p.statuses}
@@ -220,6 +222,7 @@ func (p *parts) buildCollectors(context.Context) error {
 // buildWorkers builds the pod workers and the pod sources.
 func (p *parts) buildWorkers(ctx context.Context) error {
 	p.userns, p.nodeFeatures = p.buildUserNamespaces(ctx)
+	p.nodeFeatures.Runtime = lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}
 	deps, err := p.workerDeps()
 	if err != nil {
 		return err

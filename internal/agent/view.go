@@ -66,13 +66,26 @@ func (v *podView) wantedImages() ([]string, bool) {
 	s := v.load()
 	var out []string
 	for _, e := range s.desired {
-		for _, cs := range [][]v1.Container{e.pod.Spec.InitContainers, e.pod.Spec.Containers} {
-			for i := range cs {
-				out = append(out, cs[i].Image)
-			}
-		}
+		out = append(out, podImages(e.pod)...)
 	}
 	return out, s.sourceReady
+}
+
+// podImages are the images pod runs or mounts: its containers' and its
+// image volumes'.
+func podImages(pod *v1.Pod) []string {
+	var out []string
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			out = append(out, cs[i].Image)
+		}
+	}
+	for i := range pod.Spec.Volumes {
+		if img := pod.Spec.Volumes[i].Image; img != nil {
+			out = append(out, img.Reference)
+		}
+	}
+	return out
 }
 
 // pods returns every pod berth knows, with status: running pods from the

@@ -27,6 +27,10 @@ type ContainerOptions struct {
 	// VolumePaths maps each pod volume to its host path
 	// (volume.Manager.Setup).
 	VolumePaths map[string]string
+	// ImageVolumes maps each image volume the container mounts to the
+	// image pulled for it (Image the ID, UserSpecifiedImage the volume's
+	// reference), as the kubelet's getImageVolumes does.
+	ImageVolumes map[string]*runtimeapi.ImageSpec
 	// TerminationMessageHostPath is the host file mounted at the container's
 	// terminationMessagePath; empty mounts none.
 	TerminationMessageHostPath string

@@ -37,9 +37,13 @@ func SubPaths(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]SubPath, e
 	if err != nil {
 		return nil, fmt.Errorf("container %q: %w", c.Name, err)
 	}
+	images := imageVolumeNames(pod)
 	var out []SubPath
 	for i := range c.VolumeMounts {
 		vm := &c.VolumeMounts[i]
+		if images[vm.Name] {
+			continue // the runtime finds an image volume's subPath in the image
+		}
 		volumePath, sub, err := resolveMount(vm, opts.VolumePaths, env)
 		if err != nil {
 			return nil, fmt.Errorf("container %q: volumeMounts[%d] (%s): %w", c.Name, i, vm.Name, err)
@@ -56,11 +60,18 @@ func SubPaths(pod *v1.Pod, c *v1.Container, opts ContainerOptions) ([]SubPath, e
 // own, then the termination message file.
 func makeMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env []envVar) ([]*runtimeapi.Mount, error) {
 	forcedReadOnly := readOnlyVolumes(pod)
+	images := imageVolumeNames(pod)
 	mounts := make([]*runtimeapi.Mount, 0, len(c.VolumeMounts)+2)
 	mountsHosts := false
 	for i := range c.VolumeMounts {
 		vm := &c.VolumeMounts[i]
-		volumePath, sub, err := resolveMount(vm, opts.VolumePaths, env)
+		var m *runtimeapi.Mount
+		var err error
+		if images[vm.Name] {
+			m, err = imageMount(vm, opts.ImageVolumes[vm.Name], env)
+		} else {
+			m, err = hostMount(vm, opts.VolumePaths, env)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("volumeMounts[%d] (%s): %w", i, vm.Name, err)
 		}
@@ -76,13 +87,11 @@ func makeMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env []envVa
 			return nil, fmt.Errorf("volumeMounts[%d] (%s): mountPath %q must be absolute", i, vm.Name, vm.MountPath)
 		}
 		mountsHosts = mountsHosts || path.Clean(vm.MountPath) == etcHostsPath
-		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath:     vm.MountPath,
-			HostPath:          filepath.Join(volumePath, sub),
-			Readonly:          vm.ReadOnly || forcedReadOnly[vm.Name],
-			RecursiveReadOnly: rro,
-			Propagation:       propagation,
-		})
+		m.ContainerPath = vm.MountPath
+		m.Readonly = m.Readonly || vm.ReadOnly || forcedReadOnly[vm.Name]
+		m.RecursiveReadOnly = rro
+		m.Propagation = propagation
+		mounts = append(mounts, m)
 	}
 	if opts.HostsFilePath != "" && !mountsHosts {
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: etcHostsPath, HostPath: opts.HostsFilePath})
@@ -94,6 +103,43 @@ func makeMounts(pod *v1.Pod, c *v1.Container, opts ContainerOptions, env []envVa
 		})
 	}
 	return mounts, nil
+}
+
+// hostMount is the mount of a volume on the host: its directory, or the
+// subPath within it.
+func hostMount(vm *v1.VolumeMount, volumePaths map[string]string, env []envVar) (*runtimeapi.Mount, error) {
+	volumePath, sub, err := resolveMount(vm, volumePaths, env)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.Mount{HostPath: filepath.Join(volumePath, sub)}, nil
+}
+
+// imageMount is the mount of an image volume (kubelet makeMounts with
+// ImageVolume): the runtime mounts the pulled image, or the subPath within
+// it (image_sub_path, which the runtime checks exists), always read-only,
+// as the kubelet's image volume plugin reports ReadOnly. It has no host
+// path.
+func imageMount(vm *v1.VolumeMount, image *runtimeapi.ImageSpec, env []envVar) (*runtimeapi.Mount, error) {
+	if image == nil || image.Image == "" {
+		return nil, fmt.Errorf("image volume %q has not been pulled", vm.Name)
+	}
+	sub, err := resolveSubPath(vm, env)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.Mount{Image: image, ImageSubPath: sub, Readonly: true}, nil
+}
+
+// imageVolumeNames names the pod's image volumes.
+func imageVolumeNames(pod *v1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Image != nil {
+			out[pod.Spec.Volumes[i].Name] = true
+		}
+	}
+	return out
 }
 
 // readOnlyVolumes names the volumes every container mounts read-only
@@ -118,20 +164,30 @@ func resolveMount(vm *v1.VolumeMount, volumePaths map[string]string, env []envVa
 	if !ok || volumePath == "" {
 		return "", "", fmt.Errorf("volume %q is not among the pod's prepared volumes", vm.Name)
 	}
+	if subPath, err = resolveSubPath(vm, env); err != nil {
+		return "", "", err
+	}
+	return volumePath, subPath, nil
+}
+
+// resolveSubPath is the mount's subPath, or its subPathExpr expanded,
+// cleaned; "" for none. One that could leave the volume is refused.
+func resolveSubPath(vm *v1.VolumeMount, env []envVar) (string, error) {
 	sub, field := vm.SubPath, "subPath"
 	if vm.SubPathExpr != "" {
 		field = "subPathExpr"
+		var err error
 		if sub, err = expandSubPathExpr(vm.SubPathExpr, env); err != nil {
-			return "", "", fmt.Errorf("subPathExpr %q: %w", vm.SubPathExpr, err)
+			return "", fmt.Errorf("subPathExpr %q: %w", vm.SubPathExpr, err)
 		}
 	}
 	if sub == "" {
-		return volumePath, "", nil
+		return "", nil
 	}
 	if err := checkSubPath(sub); err != nil {
-		return "", "", fmt.Errorf("%s %q: %w", field, sub, err)
+		return "", fmt.Errorf("%s %q: %w", field, sub, err)
 	}
-	return volumePath, filepath.Clean(sub), nil
+	return filepath.Clean(sub), nil
 }
 
 // checkSubPath keeps a subPath inside its volume lexically: relative, and

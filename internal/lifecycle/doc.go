@@ -13,6 +13,8 @@
 //	pod OS       the predicate handler's  PodOSAdmitHandler over admission.EarlyRejection
 //	             first checks
 //	unsupported  what berth cannot honour PodFeaturesAdmitHandler (here)
+//	image volume what the runtime cannot  ImageVolumeAdmitHandler (here)
+//	             mount
 //	predicate    resource fit and node    PredicateAdmitHandler over admission.Predicate
 //	             predicates
 //	             + critical-pod preemption CriticalPodAdmissionHandler over

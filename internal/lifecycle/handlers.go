@@ -76,13 +76,14 @@ func (criticalPodAdmissionHandler) HandleAdmissionFailure(attrs *PodAdmitAttribu
 // NewPipeline is berth's admission pipeline in its order (doc.go): the
 // eviction manager's check (nil: none), the node's sysctl allowlist, the
 // pod's OS, berth's unsupported features (and what the node's runtime
-// cannot do), then the resource fit and node predicates with critical-pod
-// preemption.
+// cannot do: user namespaces, image volumes), then the resource fit and
+// node predicates with critical-pod preemption.
 func NewPipeline(pressure PressureAdmitter, sysctls *admission.SysctlAllowlist, node NodeFeatures) Pipeline {
 	var hs []PodAdmitHandler
 	if pressure != nil {
 		hs = append(hs, EvictionAdmitHandler(pressure))
 	}
-	hs = append(hs, SysctlAdmitHandler(sysctls), PodOSAdmitHandler(), PodFeaturesAdmitHandler(node), PredicateAdmitHandler())
+	hs = append(hs, SysctlAdmitHandler(sysctls), PodOSAdmitHandler(), PodFeaturesAdmitHandler(node), ImageVolumeAdmitHandler(node.Runtime),
+		PredicateAdmitHandler())
 	return Pipeline{Handlers: hs, Failure: CriticalPodAdmissionHandler()}
 }

@@ -46,7 +46,7 @@ func unsupported(pod *v1.Pod) (Result, bool) {
 	for _, vol := range pod.Spec.Volumes {
 		if kind, ok := unsupportedVolume(vol.VolumeSource); ok {
 			return Result{Reason: reasonUnsupportedVolume, Message: fmt.Sprintf(
-				"volume %q: %s volumes are not supported by berth (emptyDir, hostPath, configMap, secret, downwardAPI and projected are)",
+				"volume %q: %s volumes are not supported by berth (emptyDir, hostPath, configMap, secret, downwardAPI, projected and image are)",
 				vol.Name, kind)}, true
 		}
 	}
@@ -68,6 +68,9 @@ func unsupportedVolume(src v1.VolumeSource) (string, bool) {
 	case src.HostPath != nil, src.ConfigMap != nil, src.Secret != nil,
 		src.DownwardAPI != nil, src.Projected != nil:
 		return "", false
+	case src.Image != nil:
+		// The runtime mounts it, if it can: ImageVolumeAdmitHandler decides.
+		return "", false
 	case src.PersistentVolumeClaim != nil:
 		return "persistentVolumeClaim", true
 	case src.Ephemeral != nil:
@@ -76,8 +79,6 @@ func unsupportedVolume(src v1.VolumeSource) (string, bool) {
 		return "csi", true
 	case src.NFS != nil:
 		return "nfs", true
-	case src.Image != nil:
-		return "image", true
 	}
 	return "this kind of", true
 }

@@ -33,6 +33,8 @@ func TestUnsupported(t *testing.T) {
 		{"token volume", withVolume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}), "", ""},
 		{"claim", withVolume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}),
 			reasonUnsupportedVolume, `volume "data": persistentVolumeClaim volumes are not supported`},
+		// Whether the runtime can mount it is ImageVolumeAdmitHandler's to say.
+		{"image volume", withVolume(v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1"}}), "", ""},
 		{"iscsi", withVolume(v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}}), reasonUnsupportedVolume, "this kind of volumes"},
 		{"runtime class", &v1.Pod{Spec: v1.PodSpec{RuntimeClassName: ptr.To("gvisor")}},
 			reasonUnsupportedRuntimeClass, `runtimeClassName "gvisor"`},

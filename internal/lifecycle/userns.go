@@ -11,6 +11,9 @@ type NodeFeatures struct {
 	// own (spec.hostUsers: false); UserNamespacesWhy says why not.
 	UserNamespaces    bool
 	UserNamespacesWhy string
+	// Runtime is the runtime's name and version, which say whether it
+	// mounts image volumes.
+	Runtime RuntimeInfo
 }
 
 // unsupportedUserNamespace refuses a pod of hostUsers: false on a node

@@ -190,4 +190,8 @@ func setVolumeDefaults(v *v1.Volume) {
 	if v.HostPath != nil && v.HostPath.Type == nil {
 		v.HostPath.Type = ptr.To(v1.HostPathUnset)
 	}
+	// As for a container's image (SetDefaults_Volume, ImageVolume on).
+	if v.Image != nil && v.Image.PullPolicy == "" {
+		v.Image.PullPolicy = defaultPullPolicy(v.Image.Reference)
+	}
 }

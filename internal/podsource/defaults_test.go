@@ -185,6 +185,9 @@ func TestSetDefaultsVolumes(t *testing.T) {
 		{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/log"}}},
 		{Name: "sock", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/run/x.sock", Type: ptr.To(v1.HostPathSocket)}}},
 		{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+		{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1"}}},
+		{Name: "latest", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools"}}},
+		{Name: "never", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools", PullPolicy: v1.PullNever}}},
 	}}}
 	SetDefaults(pod)
 	want := []v1.Volume{
@@ -192,6 +195,9 @@ func TestSetDefaultsVolumes(t *testing.T) {
 		{Name: "host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/log", Type: ptr.To(v1.HostPathUnset)}}},
 		{Name: "sock", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/run/x.sock", Type: ptr.To(v1.HostPathSocket)}}},
 		{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+		{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1", PullPolicy: v1.PullIfNotPresent}}},
+		{Name: "latest", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools", PullPolicy: v1.PullAlways}}},
+		{Name: "never", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools", PullPolicy: v1.PullNever}}},
 	}
 	if !equality.Semantic.DeepEqual(want, pod.Spec.Volumes) {
 		t.Errorf("volumes (-want +got):\n%s", diff.Diff(want, pod.Spec.Volumes))

@@ -173,6 +173,15 @@ func TestValidate(t *testing.T) {
 		{"volume downwardAPI", func(p *v1.Pod) {
 			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{}}
 		}, []string{"spec.volumes[0].downwardAPI: Forbidden"}},
+		{"volume image", func(p *v1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1", PullPolicy: v1.PullIfNotPresent}}
+		}, nil},
+		{"volume image without reference", func(p *v1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{Image: &v1.ImageVolumeSource{PullPolicy: v1.PullNever}}
+		}, []string{"spec.volumes[0].image.reference: Required value"}},
+		{"volume image pull policy", func(p *v1.Pod) {
+			p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1", PullPolicy: "Sometimes"}}
+		}, []string{"spec.volumes[0].image.pullPolicy: Unsupported value"}},
 		{"volume without source", func(p *v1.Pod) { p.Spec.Volumes[0].VolumeSource = v1.VolumeSource{} }, []string{"spec.volumes[0]: Required value"}},
 		{"hostPath relative", func(p *v1.Pod) { p.Spec.Volumes[1].HostPath.Path = "var/log" }, []string{"spec.volumes[1].hostPath.path: Invalid value"}},
 		{"hostPath backsteps", func(p *v1.Pod) { p.Spec.Volumes[1].HostPath.Path = "/var/../etc" }, []string{"spec.volumes[1].hostPath.path: Invalid value"}},

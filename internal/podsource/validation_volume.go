@@ -52,7 +52,7 @@ func validateVolumes(volumes []v1.Volume, fldPath *field.Path) (map[string]bool,
 }
 
 // validateVolumeSource accepts one source, and of those only the ones a
-// standalone node can provide itself: emptyDir and hostPath.
+// standalone node can provide itself: emptyDir, hostPath and image.
 func validateVolumeSource(vs *v1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	sources := volumeSources(vs)
 	if len(sources) == 0 {
@@ -70,13 +70,30 @@ func validateVolumeSource(vs *v1.VolumeSource, fldPath *field.Path) field.ErrorL
 			errs = append(errs, validateEmptyDir(vs.EmptyDir, p)...)
 		case "hostPath":
 			errs = append(errs, validateHostPath(vs.HostPath, p)...)
+		case "image":
+			errs = append(errs, validateImageVolume(vs.Image, p)...)
 		case "configMap", "secret", "projected", "persistentVolumeClaim", "ephemeral":
 			errs = append(errs, needsAPIServer(p))
 		default:
-			errs = append(errs, field.Forbidden(p, "is not supported by berth; only emptyDir and hostPath volumes are"))
+			errs = append(errs, field.Forbidden(p, "is not supported by berth; only emptyDir, hostPath and image volumes are"))
 		}
 	}
 	return errs
+}
+
+// validateImageVolume is the API server's validateImageVolumeSource: the
+// reference is required and the pull policy one of the three. Whether the
+// runtime can mount it is decided at admission (lifecycle).
+func validateImageVolume(img *v1.ImageVolumeSource, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch ref := fldPath.Child("reference"); {
+	case img.Reference == "":
+		errs = append(errs, field.Required(ref, ""))
+	case strings.TrimSpace(img.Reference) != img.Reference:
+		errs = append(errs, field.Invalid(ref, img.Reference, "must not have leading or trailing whitespace"))
+	}
+	return append(errs, oneOfEnum(img.PullPolicy, fldPath.Child("pullPolicy"),
+		v1.PullAlways, v1.PullIfNotPresent, v1.PullNever)...)
 }
 
 func validateEmptyDir(e *v1.EmptyDirVolumeSource, fldPath *field.Path) field.ErrorList {

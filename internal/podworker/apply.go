@@ -89,7 +89,7 @@ func (w *worker) dnsWarnings(pod *v1.Pod, warnings []kuberuntime.DNSWarning) {
 // its CRI config: the steps of the kubelet's generateContainerConfig. Any
 // error is a CreateContainerConfigError.
 func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, init bool, restartCount int,
-	imageRef string, sb *container.SandboxStatus, targetID string) (*runtimeapi.ContainerConfig, kuberuntime.ContainerOptions, error) {
+	imageRef string, imageVolumes map[string]*runtimeapi.ImageSpec, sb *container.SandboxStatus, targetID string) (*runtimeapi.ContainerConfig, kuberuntime.ContainerOptions, error) {
 	d := w.ws.deps
 	opts := kuberuntime.ContainerOptions{
 		RestartCount:       restartCount,
@@ -102,6 +102,7 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		Memory:             d.Memory,
 		SeccompProfileRoot: d.SeccompProfileRoot,
 		TargetContainerID:  targetID,
+		ImageVolumes:       imageVolumes,
 	}
 	var err error
 	if opts.TerminationMessageHostPath, err = w.terminationMessageFile(pod, c, restartCount); err != nil {

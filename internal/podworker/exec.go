@@ -35,6 +35,8 @@ type execution struct {
 	// touched is set once a step did I/O (anything but building the
 	// sandbox's config and waiting out back-offs).
 	touched bool
+	// imagePulls are the image volumes pulled in this sync, by name.
+	imagePulls map[string]imageVolumePull
 }
 
 // apply carries out plan's steps in order. It returns how soon to sync
@@ -202,6 +204,11 @@ func (ex *execution) startContainer(ctx context.Context, c *v1.Container, init b
 	ex.touched = true
 	key := pullKey(pod, c)
 	pulling := d.Clock.Now()
+	imageVolumes, waiting, retry := ex.imageVolumes(ctx, c)
+	if waiting != nil {
+		w.waiting[c.Name] = *waiting
+		return retry
+	}
 	imageRef, waiting := w.ensureImage(ctx, pod, c, ex.sbCfg, ex.log)
 	if waiting != nil {
 		w.waiting[c.Name] = *waiting
@@ -216,12 +223,13 @@ func (ex *execution) startContainer(ctx context.Context, c *v1.Container, init b
 	w.ws.pullBackOff.Reset(key)
 	creating := d.Clock.Now()
 	w.startup.add(phaseImagePull, creating.Sub(pulling))
-	return ex.createAndStart(ctx, c, init, imageRef, creating)
+	return ex.createAndStart(ctx, c, init, imageRef, imageVolumes, creating)
 }
 
 // createAndStart creates and starts container c from imageRef, then runs
 // its postStart hook.
-func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init bool, imageRef string, creating time.Time) time.Duration {
+func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init bool, imageRef string,
+	imageVolumes map[string]*runtimeapi.ImageSpec, creating time.Time) time.Duration {
 	w, pod, log := ex.w, ex.pod, ex.log
 	d := w.ws.deps
 	restartCount := 0
@@ -232,7 +240,7 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 	if err != nil {
 		return w.configError(pod, c, err, log)
 	}
-	cfg, opts, err := w.containerConfig(ctx, pod, c, init, restartCount, imageRef, ex.sb, targetID)
+	cfg, opts, err := w.containerConfig(ctx, pod, c, init, restartCount, imageRef, imageVolumes, ex.sb, targetID)
 	if err != nil {
 		return w.configError(pod, c, err, log)
 	}

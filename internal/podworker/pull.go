@@ -70,23 +70,31 @@ func (s slots) release() {
 // kubelet's events, and returns the image's reference; on failure, the
 // container's waiting state instead.
 func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (string, *status.Waiting) {
+	return w.ensureImageRef(ctx, pod, c.Image, c.ImagePullPolicy, sbCfg, log.With("container", c.Name))
+}
+
+// ensureImageRef makes image present as policy says, for a container or an
+// image volume alike (the kubelet's EnsureImageExists serves both), with
+// the same events and pod's pull secrets.
+func (w *worker) ensureImageRef(ctx context.Context, pod *v1.Pod, image string, policy v1.PullPolicy,
+	sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (string, *status.Waiting) {
 	d := w.ws.deps
 	var present *runtimeapi.Image
-	if c.ImagePullPolicy != v1.PullAlways {
-		img, err := d.Runtime.ImageStatus(ctx, c.Image)
+	if policy != v1.PullAlways {
+		img, err := d.Runtime.ImageStatus(ctx, image)
 		if err != nil {
-			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
 			w.event(pod, v1.EventTypeWarning, "InspectFailed", msg)
 			return "", &status.Waiting{Reason: "ImageInspectError", Message: msg}
 		}
 		present = img
 	}
-	switch decidePull(c.ImagePullPolicy, present != nil) {
+	switch decidePull(policy, present != nil) {
 	case usePresent:
-		w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
+		w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
 		return present.Id, nil
 	case refuse:
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 		w.event(pod, v1.EventTypeWarning, reasonErrImageNeverPull, msg)
 		return "", &status.Waiting{Reason: reasonErrImageNeverPull, Message: msg}
 	}
@@ -94,12 +102,12 @@ func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	// A pull may take minutes: it must not hold back other pods' starts.
 	w.releaseStartSlot()
 	start := d.Clock.Now()
-	w.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	w.event(pod, v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", image))
 	// Credentials are read before taking a pull slot: a slow API server
 	// must not hold back other pods' pulls.
-	creds, err := w.pullCredentials(ctx, pod, c.Image, log)
+	creds, err := w.pullCredentials(ctx, pod, image, log)
 	if err != nil {
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", image, err)
 		w.event(pod, v1.EventTypeWarning, "Failed", msg)
 		return "", &status.Waiting{Reason: reasonErrImagePull, Message: msg}
 	}
@@ -107,12 +115,12 @@ func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		return "", &status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
 	}
 	pulling := d.Clock.Now()
-	ref, err := w.pullWithCredentials(ctx, c.Image, creds, sbCfg)
+	ref, err := w.pullWithCredentials(ctx, image, creds, sbCfg)
 	w.ws.pullSlots.release()
 	if err != nil {
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", image, err)
 		w.event(pod, v1.EventTypeWarning, "Failed", msg)
-		log.Warn("pulling image failed", "container", c.Name, "image", c.Image, "err", err)
+		log.Warn("pulling image failed", "image", image, "err", err)
 		return "", &status.Waiting{Reason: reasonErrImagePull, Message: msg}
 	}
 	now := d.Clock.Now()
@@ -121,6 +129,6 @@ func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		size = fmt.Sprint(img.Size)
 	}
 	w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %s bytes.",
-		c.Image, now.Sub(pulling).Round(time.Millisecond), now.Sub(start).Round(time.Millisecond), size))
+		image, now.Sub(pulling).Round(time.Millisecond), now.Sub(start).Round(time.Millisecond), size))
 	return ref, nil
 }

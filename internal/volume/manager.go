@@ -100,6 +100,10 @@ func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 		return m.setupDownwardAPI(pod, vol.Name, src.DownwardAPI, opts)
 	case src.Projected != nil:
 		return m.setupProjected(ctx, pod, vol.Name, src.Projected, opts)
+	case src.Image != nil:
+		// The runtime mounts the image itself (CRI Mount.image): there is
+		// nothing on the host to prepare, and no host path.
+		return "", nil
 	}
 	return "", fmt.Errorf("volume source %s is not supported (berth supports emptyDir, hostPath, configMap, secret, downwardAPI and projected)", sourceKind(vol.VolumeSource))
 }

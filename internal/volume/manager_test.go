@@ -451,3 +451,25 @@ func TestHousekeepRemovesOrphanedPodDirs(t *testing.T) {
 		t.Errorf("no pods dir: %v, %v", removed, err)
 	}
 }
+
+// An image volume is the runtime's to mount: Setup makes nothing on the host
+// and gives it no host path, next to the volumes it does make.
+func TestSetupImageVolume(t *testing.T) {
+	m, root := newTestManager(t)
+	pod := testPod("uid-img", emptyDirVolume("cache", "", ""),
+		v1.Volume{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1"}}})
+	paths, err := m.Setup(context.Background(), pod, SetupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := paths["tools"]; !ok || p != "" || paths["cache"] == "" {
+		t.Errorf("paths = %v, want tools with no host path beside cache", paths)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pods/uid-img/volumes")); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "pods/uid-img/volumes"))
+	if len(entries) != 1 {
+		t.Errorf("volume plugin dirs = %v, want only the emptyDir's", entries)
+	}
+}
