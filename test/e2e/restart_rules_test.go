@@ -16,7 +16,7 @@ import (
 // its own policy Never that exits 3 stays down and the pod is Failed, as
 // the kubelet computes the phase.
 func TestContainerRestartRules(t *testing.T) {
-	n := startNode(t)
+	n := startNodeKeepingImages(t)
 	const rules = `
     restartPolicy: Never
     restartPolicyRules:
@@ -94,4 +94,18 @@ spec:
 	if p.Status.Reason != "" {
 		t.Errorf("own-never reason %q, want none (not refused): %s", p.Status.Reason, describe(p))
 	}
+}
+
+// startNodeKeepingImages starts a node whose image GC never runs and whose
+// disk-pressure eviction only acts on a full disk: on the shared test
+// machine the disk may be past GC's 85% and eviction's 10% free, and the
+// busybox image or the test's pods would go before they start.
+func startNodeKeepingImages(t *testing.T) *node {
+	t.Helper()
+	cfg := writeConfig(t, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+imageGCHighThresholdPercent: 100
+evictionHard: {memory.available: 1Mi, nodefs.available: 1Mi, imagefs.available: 1Mi, nodefs.inodesFree: 1%}
+`)
+	return startNode(t, "--config", cfg)
 }
