@@ -102,10 +102,15 @@ spec:
 // busybox image or the test's pods would go before they start.
 func startNodeKeepingImages(t *testing.T) *node {
 	t.Helper()
-	cfg := writeConfig(t, `apiVersion: kubelet.config.k8s.io/v1beta1
+	return startNode(t, "--config", keepImagesConfig(t))
+}
+
+// keepImagesConfig is startNodeKeepingImages's configuration file.
+func keepImagesConfig(t *testing.T) string {
+	t.Helper()
+	return writeConfig(t, `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 imageGCHighThresholdPercent: 100
 evictionHard: {memory.available: 1Mi, nodefs.available: 1Mi, imagefs.available: 1Mi, nodefs.inodesFree: 1%}
 `)
-	return startNode(t, "--config", cfg)
 }
