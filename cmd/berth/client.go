@@ -140,6 +140,37 @@ type logQuery struct {
 	previous   bool
 	timestamps bool
 	tailLines  int64 // negative: all
+	// sinceSeconds, sinceTime (RFC 3339) and limitBytes are the kubelet's
+	// options of those names; zero or empty when not set.
+	sinceSeconds int64
+	sinceTime    string
+	limitBytes   int64
+}
+
+// logQueryFrom checks the flags of berth logs as kubectl checks its own and
+// makes the query: --since is rounded up to whole seconds, --since-time
+// must be an RFC 3339 time, at most one of them, and --limit-bytes is
+// positive when given.
+func logQueryFrom(q logQuery, since time.Duration, sinceSet, limitSet bool) (logQuery, error) {
+	switch {
+	case sinceSet && q.sinceTime != "":
+		return q, fmt.Errorf("--since and --since-time: at most one may be given")
+	case sinceSet && since <= 0:
+		return q, fmt.Errorf("--since %s: must be greater than 0", since)
+	case limitSet && q.limitBytes <= 0:
+		return q, fmt.Errorf("--limit-bytes %d: must be greater than 0", q.limitBytes)
+	}
+	if q.sinceTime != "" {
+		t, err := time.Parse(time.RFC3339, q.sinceTime)
+		if err != nil {
+			return q, fmt.Errorf("--since-time %q: not an RFC 3339 time: %w", q.sinceTime, err)
+		}
+		q.sinceTime = t.Format(time.RFC3339)
+	}
+	if sinceSet {
+		q.sinceSeconds = int64((since + time.Second - 1) / time.Second)
+	}
+	return q, nil
 }
 
 func (q logQuery) values() url.Values {
@@ -155,6 +186,15 @@ func (q logQuery) values() url.Values {
 	}
 	if q.tailLines >= 0 {
 		v.Set("tailLines", strconv.FormatInt(q.tailLines, 10))
+	}
+	if q.sinceSeconds > 0 {
+		v.Set("sinceSeconds", strconv.FormatInt(q.sinceSeconds, 10))
+	}
+	if q.sinceTime != "" {
+		v.Set("sinceTime", q.sinceTime)
+	}
+	if q.limitBytes > 0 {
+		v.Set("limitBytes", strconv.FormatInt(q.limitBytes, 10))
 	}
 	return v
 }

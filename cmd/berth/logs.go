@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +26,7 @@ func newLogsCommand() *cobra.Command {
 		namespace string
 		container string
 		q         logQuery
+		since     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "logs POD",
@@ -47,7 +49,10 @@ the read-only port serves no logs, as the kubelet's does not.`,
   berth logs --previous web-node1 -c app
 
   # The last 20 lines with their times
-  berth logs --tail 20 --timestamps -n kube-system dns-node1`,
+  berth logs --tail 20 --timestamps -n kube-system dns-node1
+
+  # The last hour's log, at most 64 KiB of it
+  berth logs --since 1h --limit-bytes 65536 web-node1`,
 		ValidArgsFunction: completePodNames,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -57,6 +62,10 @@ the read-only port serves no logs, as the kubelet's does not.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			q, err := logQueryFrom(q, since, cmd.Flags().Changed("since"), cmd.Flags().Changed("limit-bytes"))
+			if err != nil {
+				return err
+			}
 			client := logClients{api: newAPIClient(server), logs: newSocketClient(adminapi.SocketPath(rootDir))}
 			podName := args[0]
 			// Following across restarts starts from the instance the pod's
@@ -74,12 +83,10 @@ the read-only port serves no logs, as the kubelet's does not.`,
 				}
 			}
 			if container == "" {
-				var err error
 				if container, err = defaultContainer(pod); err != nil {
 					return err
 				}
 			}
-			var err error
 			if follow {
 				f := &logFollower{api: client, clock: clock.RealClock{}, interval: followPollInterval}
 				err = f.follow(ctx, cmd.OutOrStdout(), namespace, podName, container, q, pod)
@@ -105,6 +112,9 @@ the read-only port serves no logs, as the kubelet's does not.`,
 	fs.BoolVarP(&q.previous, "previous", "p", false, "print the log of the previous instance of the container")
 	fs.BoolVar(&q.timestamps, "timestamps", false, "prefix each line with its time")
 	fs.Int64Var(&q.tailLines, "tail", -1, "print only the last N lines (-1: all)")
+	fs.DurationVar(&since, "since", 0, "print only lines newer than this, e.g. 5s, 2m or 3h (rounded up to seconds)")
+	fs.StringVar(&q.sinceTime, "since-time", "", "print only lines written at or after this RFC 3339 time")
+	fs.Int64Var(&q.limitBytes, "limit-bytes", 0, "print at most this many bytes of each instance's log")
 	return cmd
 }
 

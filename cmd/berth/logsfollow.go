@@ -145,7 +145,9 @@ func (f *logFollower) follow(ctx context.Context, w io.Writer, namespace, name, 
 		if err := f.api.containerLogs(ctx, w, namespace, name, container, q); err != nil {
 			return err
 		}
-		q.tailLines = -1 // the next instance's log from its start
+		// The next instance's log from its start: it began after the
+		// first stream, so no line of it is older than since.
+		q.tailLines, q.sinceSeconds, q.sinceTime = -1, 0, ""
 		id, err := f.waitNext(ctx, namespace, name, container, lastID)
 		if err != nil || id == "" {
 			return err

@@ -16,14 +16,6 @@ func unsupportedField(pod *v1.Pod) (path, why string, found bool) {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return spec.Child("resourceClaims").String(), claimsWhy, true
 	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].RestartPolicy != nil {
-			// ContainerRestartRules: a regular container's own policy
-			// would be dropped for the pod's. Sidecars' is their nature.
-			return spec.Child("containers").Index(i).Child("restartPolicy").String(),
-				"is not supported by berth: the container would restart by the pod's restartPolicy", true
-		}
-	}
 	for _, list := range []struct {
 		name       string
 		containers []v1.Container
@@ -47,9 +39,6 @@ func unsupportedContainerField(c *v1.Container, fldPath *field.Path) (path, why 
 	case c.Lifecycle != nil && c.Lifecycle.StopSignal != nil:
 		return fldPath.Child("lifecycle", "stopSignal").String(),
 			"is not supported by berth: the container would be stopped with its image's signal", true
-	case len(c.RestartPolicyRules) > 0:
-		return fldPath.Child("restartPolicyRules").String(),
-			"is not supported by berth: the container would restart by the pod's restartPolicy alone", true
 	}
 	for i, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.FileKeyRef != nil {

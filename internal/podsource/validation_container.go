@@ -49,9 +49,7 @@ func validateContainers(spec *v1.PodSpec, volumes map[string]bool, fldPath *fiel
 		errs = append(errs, validateContainer(c, spec, volumes, names, p)...)
 		errs = append(errs, validateProbes(c, p)...)
 		errs = append(errs, validateLifecycle(c.Lifecycle, spec.TerminationGracePeriodSeconds, p.Child("lifecycle"))...)
-		if c.RestartPolicy != nil {
-			errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "may not be set for non-init containers"))
-		}
+		errs = append(errs, validateContainerRestartPolicy(c, p)...)
 	}
 	return append(errs, validateHostPortConflicts(together)...)
 }
@@ -62,10 +60,7 @@ func validateContainers(spec *v1.PodSpec, volumes map[string]bool, fldPath *fiel
 func validateInitContainer(c *v1.Container, gracePeriod *int64, fldPath *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	sidecar := isSidecar(c)
-	if c.RestartPolicy != nil && !sidecar {
-		errs = append(errs, field.NotSupported(fldPath.Child("restartPolicy"), *c.RestartPolicy,
-			[]v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-	}
+	errs = append(errs, validateInitContainerRestartPolicy(c, fldPath)...)
 	if sidecar {
 		errs = append(errs, validateProbes(c, fldPath)...)
 		return append(errs, validateLifecycle(c.Lifecycle, gracePeriod, fldPath.Child("lifecycle"))...)
@@ -129,9 +124,6 @@ func validateContainer(c *v1.Container, spec *v1.PodSpec, volumes, containers ma
 	errs = append(errs, validateResources(&c.Resources, fldPath.Child("resources"))...)
 	if sc := c.SecurityContext; sc != nil {
 		errs = append(errs, validateIDs(sc.RunAsUser, sc.RunAsGroup, fldPath.Child("securityContext"))...)
-	}
-	if len(c.RestartPolicyRules) > 0 {
-		errs = append(errs, field.Forbidden(fldPath.Child("restartPolicyRules"), "is not supported by berth"))
 	}
 	return errs
 }

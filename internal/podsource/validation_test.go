@@ -92,8 +92,44 @@ func TestValidate(t *testing.T) {
 		{"image whitespace", func(p *v1.Pod) { web(p).Image = " busybox" }, []string{"spec.containers[0].image: Invalid value"}},
 		{"pull policy", func(p *v1.Pod) { web(p).ImagePullPolicy = "Sometimes" }, []string{"spec.containers[0].imagePullPolicy: Unsupported value"}},
 		{"termination message policy", func(p *v1.Pod) { p.Spec.InitContainers[0].TerminationMessagePolicy = "" }, []string{"spec.initContainers[0].terminationMessagePolicy: Required value"}},
-		{"container restart policy", func(p *v1.Pod) { web(p).RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways) }, []string{"spec.containers[0].restartPolicy: Forbidden"}},
-		{"init restart policy", func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicy("Never")) }, []string{"spec.initContainers[0].restartPolicy: Unsupported value"}},
+		// ContainerRestartRules (on since 1.35), as the API server validates them.
+		{"container restart policy", func(p *v1.Pod) { web(p).RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever) }, nil},
+		{"container restart policy unknown", func(p *v1.Pod) { web(p).RestartPolicy = ptr.To(v1.ContainerRestartPolicy("Sometimes")) }, []string{"spec.containers[0].restartPolicy: Unsupported value"}},
+		{"container restart rules", func(p *v1.Pod) {
+			web(p).RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+			web(p).RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, nil},
+		{"restart rules without a policy", func(p *v1.Pod) {
+			web(p).RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}, []string{"spec.containers[0].restartPolicy: Required value"}},
+		{"restart rule action, operator and exit codes", func(p *v1.Pod) {
+			web(p).RestartPolicy = ptr.To(v1.ContainerRestartPolicyOnFailure)
+			web(p).RestartPolicyRules = []v1.ContainerRestartRule{
+				{Action: "RestartAllContainers", ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: "Between", Values: make([]int32, 256)}},
+				{Action: v1.ContainerRestartRuleActionRestart},
+			}
+		}, []string{"spec.containers[0].restartPolicyRules[0].action: Unsupported value",
+			"spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value",
+			"spec.containers[0].restartPolicyRules[0].exitCodes.values: Too many",
+			"spec.containers[0].restartPolicyRules[1].exitCodes: Required value"}},
+		{"too many restart rules", func(p *v1.Pod) {
+			web(p).RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+			for range 21 {
+				web(p).RestartPolicyRules = append(web(p).RestartPolicyRules, v1.ContainerRestartRule{Action: v1.ContainerRestartRuleActionRestart,
+					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpNotIn}})
+			}
+		}, []string{"spec.containers[0].restartPolicyRules: Too many"}},
+		{"init restart policy", func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicy("Never")) }, nil},
+		{"init restart policy unknown", func(p *v1.Pod) {
+			p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicy("Sometimes"))
+		}, []string{"spec.initContainers[0].restartPolicy: Unsupported value"}},
+		{"sidecar restart rules", func(p *v1.Pod) {
+			p.Spec.InitContainers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
+			p.Spec.InitContainers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}}}}
+		}, []string{"spec.initContainers[0].restartPolicyRules: Forbidden"}},
 		{"probe on init container", func(p *v1.Pod) {
 			p.Spec.InitContainers[0].LivenessProbe = web(p).StartupProbe
 			p.Spec.InitContainers[0].Lifecycle = web(p).Lifecycle

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/kuberuntime"
+	"github.com/berth-dev/berth/internal/restartpolicy"
 )
 
 // Plan is what one sync must do to move a pod's runtime state toward its
@@ -117,8 +118,7 @@ func ComputePlan(pod *v1.Pod, st *container.PodStatus, probes ProbeResults) Plan
 			keep++
 			continue
 		}
-		restart := pod.Spec.RestartPolicy != v1.RestartPolicyNever
-		if restart {
+		if restartpolicy.RestartsWhileRunning(&pod.Spec, c) {
 			plan.Start = append(plan.Start, i)
 			reason += ", will be restarted"
 		}
@@ -143,7 +143,7 @@ func sandboxPlan(pod *v1.Pod, st *container.PodStatus, plan Plan) Plan {
 		return plan
 	}
 	for i := range pod.Spec.Containers {
-		if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(st, pod.Spec.Containers[i].Name) {
+		if restartpolicy.RunsOnce(&pod.Spec, &pod.Spec.Containers[i]) && succeeded(st, pod.Spec.Containers[i].Name) {
 			continue
 		}
 		plan.Start = append(plan.Start, i)
@@ -175,13 +175,16 @@ func ephemeralToStart(pod *v1.Pod, st *container.PodStatus) []int {
 }
 
 // appContainersFinished reports that every app container has exited and
-// none will be restarted by the pod's policy.
+// none will be restarted by its restart policy, rules or the pod's policy.
 func appContainersFinished(pod *v1.Pod, st *container.PodStatus) bool {
-	if pod.Spec.RestartPolicy == v1.RestartPolicyAlways || len(pod.Spec.Containers) == 0 {
+	if len(pod.Spec.Containers) == 0 {
 		return false
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
+		if restartpolicy.AlwaysRestarts(&pod.Spec, c) {
+			return false
+		}
 		cs := st.LatestContainer(c.Name)
 		if cs == nil || cs.State != container.StateExited || shouldRestart(pod, c, st) {
 			return false
@@ -230,7 +233,8 @@ func succeeded(st *container.PodStatus, name string) bool {
 	return cs != nil && cs.State == container.StateExited && cs.ExitCode == 0
 }
 
-// shouldRestart is the kubelet's ShouldContainerBeRestarted.
+// shouldRestart is the kubelet's ShouldContainerBeRestarted: an exited
+// container by its restart rules and policy, else the pod's.
 func shouldRestart(pod *v1.Pod, c *v1.Container, st *container.PodStatus) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
@@ -245,13 +249,7 @@ func shouldRestart(pod *v1.Pod, c *v1.Container, st *container.PodStatus) bool {
 	case container.StateUnknown, container.StateCreated:
 		return true
 	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return cs.ExitCode != 0
-	}
-	return true
+	return restartpolicy.ShouldRestart(&pod.Spec, c, cs.ExitCode)
 }
 
 // probeGracePeriod is the probe-level terminationGracePeriodSeconds of the

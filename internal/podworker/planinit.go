@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/kuberuntime"
+	"github.com/berth-dev/berth/internal/restartpolicy"
 )
 
 // computeInitActions adds to plan the init containers to start or stop and
@@ -70,7 +71,7 @@ func computeInitActions(pod *v1.Pod, st *container.PodStatus, probes ProbeResult
 			case sidecar:
 				plan.StartInit = append(plan.StartInit, i)
 			case initFailed(cs):
-				if !restartsOnFailure(pod) {
+				if !shouldRestart(pod, c, st) {
 					plan.KillPod, plan.StartInit = true, nil
 					return false
 				}
@@ -81,7 +82,7 @@ func computeInitActions(pod *v1.Pod, st *container.PodStatus, probes ProbeResult
 				plan.StartInit = append(plan.StartInit, i+1)
 			}
 		default: // unknown: it cannot be trusted to have finished
-			if !sidecar && !restartsOnFailure(pod) {
+			if !sidecar && !restartpolicy.RestartsWhileRunning(&pod.Spec, c) {
 				plan.KillPod, plan.StartInit = true, nil
 				return false
 			}

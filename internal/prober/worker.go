@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/prober/probe"
+	"github.com/berth-dev/berth/internal/restartpolicy"
 )
 
 // worker probes one probe of one container. It has no goroutine of its own:
@@ -142,20 +143,10 @@ func containerStatus(st *v1.PodStatus, name string) *v1.ContainerStatus {
 }
 
 // restartsAfterExit reports whether a container that exited with exitCode
-// will be started again: its own restart policy (sidecars: Always) or else
-// the pod's.
+// will be started again: its own restart rules and policy (sidecars:
+// Always) or else the pod's.
 func restartsAfterExit(pod *v1.Pod, c *v1.Container, exitCode int32) bool {
-	policy := string(pod.Spec.RestartPolicy)
-	if c.RestartPolicy != nil {
-		policy = string(*c.RestartPolicy)
-	}
-	switch policy {
-	case string(v1.RestartPolicyNever):
-		return false
-	case string(v1.RestartPolicyOnFailure):
-		return exitCode != 0
-	}
-	return true // Always, the default
+	return restartpolicy.ShouldRestart(&pod.Spec, c, exitCode)
 }
 
 // bareID strips the runtime scheme from a published container ID

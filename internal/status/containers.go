@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/restartpolicy"
 )
 
 // Waiting reasons and terminated reasons the kubelet itself writes.
@@ -244,13 +245,7 @@ func (g *generator) shouldRestart(c *v1.Container, latest *container.ContainerSt
 	if isSidecar(c) {
 		return true
 	}
-	switch g.pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return latest.ExitCode != 0
-	}
-	return true
+	return restartpolicy.ShouldRestart(&g.pod.Spec, c, latest.ExitCode)
 }
 
 // anyRegularContainerCreated reports whether the runtime has ever created a

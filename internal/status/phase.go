@@ -1,6 +1,10 @@
 package status
 
-import v1 "k8s.io/api/core/v1"
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/internal/restartpolicy"
+)
 
 // getPhase is the kubelet's getPhase: the pod phase from its container
 // statuses (init and regular together), by counting what is pending,
@@ -20,20 +24,30 @@ func getPhase(spec *v1.PodSpec, statuses []v1.ContainerStatus, podIsTerminal, po
 		if isSidecar(c) {
 			n.addSidecar(st, ok)
 		} else {
-			n.addInit(st, ok)
+			n.addInit(st, ok, restarts(spec, c))
 		}
 	}
 	for i := range spec.Containers {
-		st, ok := findStatus(statuses, spec.Containers[i].Name)
-		n.addApp(st, ok)
+		c := &spec.Containers[i]
+		st, ok := findStatus(statuses, c.Name)
+		n.addApp(st, ok, restarts(spec, c))
 	}
-	return n.phase(spec.RestartPolicy, podIsTerminal, podHasInitialized)
+	return n.phase(podIsTerminal, podHasInitialized)
+}
+
+// restarts is whether c restarts after exiting with a code, by its own
+// restart rules and policy or the pod's (ContainerRestartRules, on).
+func restarts(spec *v1.PodSpec, c *v1.Container) func(exitCode int32) bool {
+	return func(exitCode int32) bool { return restartpolicy.ShouldRestart(spec, c, exitCode) }
 }
 
 // phaseCounts are the kubelet's getPhase counters.
 type phaseCounts struct {
-	pendingInit, failedInit, pendingSidecars      int
-	unknown, running, waiting, stopped, succeeded int
+	pendingInit, failedInitNotRestartable, pendingSidecars int
+	unknown, running, waiting, stopped, succeeded          int
+	// stoppedNotRestartable are the stopped regular containers that will
+	// not run again.
+	stoppedNotRestartable int
 }
 
 // addSidecar counts a restartable init container: running counts as
@@ -60,20 +74,21 @@ func (n *phaseCounts) addSidecar(st *v1.ContainerStatus, ok bool) {
 	}
 }
 
-// addInit counts a regular init container: pending until it exited 0.
-func (n *phaseCounts) addInit(st *v1.ContainerStatus, ok bool) {
+// addInit counts a regular init container: pending until it exited 0; a
+// failure fails the pod unless the container restarts after it.
+func (n *phaseCounts) addInit(st *v1.ContainerStatus, ok bool, restarts func(int32) bool) {
 	switch {
 	case !ok || st.State.Running != nil:
 		n.pendingInit++
 	case st.State.Terminated != nil:
-		if st.State.Terminated.ExitCode != 0 {
-			n.failedInit++
+		if code := st.State.Terminated.ExitCode; code != 0 && !restarts(code) {
+			n.failedInitNotRestartable++
 		}
 	case st.State.Waiting != nil:
 		if last := st.LastTerminationState.Terminated; last == nil {
 			n.pendingInit++
-		} else if last.ExitCode != 0 {
-			n.failedInit++
+		} else if last.ExitCode != 0 && !restarts(last.ExitCode) {
+			n.failedInitNotRestartable++
 		}
 	default:
 		n.pendingInit++
@@ -81,7 +96,7 @@ func (n *phaseCounts) addInit(st *v1.ContainerStatus, ok bool) {
 }
 
 // addApp counts a regular container.
-func (n *phaseCounts) addApp(st *v1.ContainerStatus, ok bool) {
+func (n *phaseCounts) addApp(st *v1.ContainerStatus, ok bool, restarts func(int32) bool) {
 	switch {
 	case !ok:
 		n.unknown++
@@ -89,12 +104,21 @@ func (n *phaseCounts) addApp(st *v1.ContainerStatus, ok bool) {
 		n.running++
 	case st.State.Terminated != nil:
 		n.stopped++
-		if st.State.Terminated.ExitCode == 0 {
+		code := st.State.Terminated.ExitCode
+		if !restarts(code) {
+			n.stoppedNotRestartable++
+		}
+		if code == 0 {
 			n.succeeded++
 		}
 	case st.State.Waiting != nil:
-		if st.LastTerminationState.Terminated != nil {
+		if last := st.LastTerminationState.Terminated; last != nil {
+			// As in the kubelet, a container waiting to restart counts as
+			// stopped but never as succeeded.
 			n.stopped++
+			if !restarts(last.ExitCode) {
+				n.stoppedNotRestartable++
+			}
 		} else {
 			n.waiting++
 		}
@@ -103,9 +127,11 @@ func (n *phaseCounts) addApp(st *v1.ContainerStatus, ok bool) {
 	}
 }
 
-// phase decides from the counts.
-func (n *phaseCounts) phase(policy v1.RestartPolicy, podIsTerminal, podHasInitialized bool) v1.PodPhase {
-	if n.failedInit > 0 && policy == v1.RestartPolicyNever {
+// phase decides from the counts, as the kubelet does with
+// ContainerRestartRules on: each container's own restart decision, not the
+// pod's policy, says whether a stopped container is restarting.
+func (n *phaseCounts) phase(podIsTerminal, podHasInitialized bool) v1.PodPhase {
+	if n.failedInitNotRestartable > 0 {
 		return v1.PodFailed
 	}
 	switch {
@@ -115,16 +141,14 @@ func (n *phaseCounts) phase(policy v1.RestartPolicy, podIsTerminal, podHasInitia
 	case n.running > 0 && n.unknown == 0:
 		return v1.PodRunning
 	case n.running == 0 && n.stopped > 0 && n.unknown == 0:
-		if podIsTerminal || policy != v1.RestartPolicyAlways {
-			if n.stopped == n.succeeded {
-				return v1.PodSucceeded
-			}
-			if podIsTerminal || policy == v1.RestartPolicyNever {
-				return v1.PodFailed
-			}
+		if !podIsTerminal && n.stopped != n.stoppedNotRestartable {
+			// At least one container is restarting.
+			return v1.PodRunning
 		}
-		// Always, or OnFailure with a failure: restarting.
-		return v1.PodRunning
+		if n.stopped == n.succeeded {
+			return v1.PodSucceeded
+		}
+		return v1.PodFailed
 	default:
 		return v1.PodPending
 	}
