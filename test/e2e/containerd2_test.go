@@ -15,6 +15,14 @@ import (
 // key or plugin, or for a config it had to migrate at start-up.
 var deprecationLine = regexp.MustCompile(`level=warn.*(?i:deprecat|migrat|outdated)`)
 
+// containerd2Flags runs berth on the containerd of dir. Disk eviction and
+// image GC are off: on a shared test machine near its disk thresholds they
+// would remove the imported busybox before the pod uses it.
+func containerd2Flags(dir string) []string {
+	return []string{"--containerd-binary", filepath.Join(dir, "containerd"),
+		"--eviction-hard", "memory.available<1Mi", "--image-gc-high-threshold", "100"}
+}
+
 // TestContainerdBinaryRunsContainerd2 starts berth with --containerd-binary
 // naming the containerd 2 of its own directory, with nothing added to PATH:
 // the CRI must report containerd 2, the pod's shim must be that directory's,
@@ -22,7 +30,7 @@ var deprecationLine = regexp.MustCompile(`level=warn.*(?i:deprecat|migrat|outdat
 // without a deprecation warning in containerd.log.
 func TestContainerdBinaryRunsContainerd2(t *testing.T) {
 	dir := containerd2Dir(t)
-	n := startNodeWithRuntime(t, "", "", "--containerd-binary", filepath.Join(dir, "containerd"))
+	n := startNodeWithRuntime(t, "", "", containerd2Flags(dir)...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -82,5 +90,33 @@ spec:
 		if deprecationLine.MatchString(line) {
 			t.Errorf("containerd.log warns: %s", line)
 		}
+	}
+}
+
+// TestContainerd2AdoptedAfterCrash kills berth with SIGKILL, leaving its
+// containerd 2 and pod running, and starts it again: berth must adopt that
+// containerd (it learns the snapshotter from it, which containerd 2's CRI
+// status no longer names) and keep the pod running.
+func TestContainerd2AdoptedAfterCrash(t *testing.T) {
+	dir := containerd2Dir(t)
+	n := startNodeWithRuntime(t, "", "", containerd2Flags(dir)...)
+	n.writeManifest("keep.yaml", fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: keep}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: %s
+    command: ["sleep", "3600"]
+`, busybox))
+	before := n.waitRunning("keep", 2*time.Minute)
+	n.kill9()
+	waitFor(t, 30*time.Second, "berth to exit", func() (bool, string) { return n.pid == 0 || !alive(n.pid), "" })
+	n.start()
+	after := n.waitRunning("keep", 2*time.Minute)
+	if b, a := containerID(t, before, "app"), containerID(t, after, "app"); b != a {
+		t.Errorf("the container was replaced across berth's restart: %s, then %s", b, a)
 	}
 }

@@ -81,3 +81,22 @@ func TestRenderConfigContainerd2(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshotterFromMountpoint(t *testing.T) {
+	tests := []struct {
+		mountpoint string
+		want       string
+		ok         bool
+	}{
+		{"/var/lib/berth/containerd/root/io.containerd.snapshotter.v1.overlayfs", "overlayfs", true},
+		{"/r/containerd/root/io.containerd.snapshotter.v1.native", "native", true},
+		{"/r/containerd/root/io.containerd.snapshotter.v1.", "", false},
+		{"/var/lib/containerd", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := snapshotterFromMountpoint(tt.mountpoint); got != tt.want || ok != tt.ok {
+			t.Errorf("snapshotterFromMountpoint(%q) = %q, %t; want %q, %t", tt.mountpoint, got, ok, tt.want, tt.ok)
+		}
+	}
+}
