@@ -61,9 +61,10 @@ func TestRenderConfigContainerd2(t *testing.T) {
 	p.ConfigVersion, p.RuncBinary = 4, "/opt/c2/runc"
 	got := renderConfig(p)
 	for _, want := range []string{
-		"\nversion = 3\n",
+		"\nversion = 4\n",
 		`disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]`,
-		"[grpc]\n  address = \"/r/containerd/containerd.sock\"\n",
+		"[plugins.\"io.containerd.server.v1.grpc\"]\n  address = \"/r/containerd/containerd.sock\"\n",
+		"[plugins.\"io.containerd.server.v1.ttrpc\"]\n  address = \"/r/containerd/containerd.sock.ttrpc\"\n",
 		"[plugins.\"io.containerd.cri.v1.images\"]\n  snapshotter = \"overlayfs\"\n",
 		"[plugins.\"io.containerd.cri.v1.images\".pinned_images]\n  sandbox = \"berth.local/pause:1.0\"\n",
 		"[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/r/containerd/certs.d\"\n",
@@ -75,7 +76,7 @@ func TestRenderConfigContainerd2(t *testing.T) {
 			t.Errorf("config lacks %q:\n%s", want, got)
 		}
 	}
-	for _, stale := range []string{"io.containerd.grpc.v1.cri", "sandbox_image", "bin_dir =", "aufs"} {
+	for _, stale := range []string{"io.containerd.grpc.v1.cri", "sandbox_image", "bin_dir =", "aufs", "[grpc]", "[ttrpc]"} {
 		if strings.Contains(got, stale) {
 			t.Errorf("config has containerd 1's %q:\n%s", stale, got)
 		}
@@ -98,5 +99,26 @@ func TestSnapshotterFromMountpoint(t *testing.T) {
 		if got, ok := snapshotterFromMountpoint(tt.mountpoint); got != tt.want || ok != tt.ok {
 			t.Errorf("snapshotterFromMountpoint(%q) = %q, %t; want %q, %t", tt.mountpoint, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestRenderConfigContainerd20 checks containerd 2.0 and 2.1's version 3:
+// the same CRI layout, the listeners still in [grpc] and [ttrpc].
+func TestRenderConfigContainerd20(t *testing.T) {
+	p := testParams("/r", hostFacts{Snapshotter: SnapshotterNative})
+	p.ConfigVersion = 3
+	got := renderConfig(p)
+	for _, want := range []string{
+		"\nversion = 3\n",
+		"[grpc]\n  address = \"/r/containerd/containerd.sock\"\n",
+		"[ttrpc]\n  address = \"/r/containerd/containerd.sock.ttrpc\"\n",
+		"[plugins.\"io.containerd.cri.v1.images\"]\n  snapshotter = \"native\"\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("config lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "io.containerd.server.v1") || strings.Contains(got, "BinaryName") {
+		t.Errorf("config has version 4's server plugins or a runc it was not given:\n%s", got)
 	}
 }
