@@ -34,9 +34,13 @@ const (
 	// install the plugins; the kubelet's and containerd's default is
 	// /opt/cni/bin, where CNI DaemonSets (flannel, Calico, Cilium) copy
 	// theirs: give --cni-bin-dir /opt/cni/bin for those.
-	DefaultCNIBinDir    = "/usr/lib/cni"
-	DefaultRelistPeriod = time.Second
-	DefaultLogLevel     = "info"
+	DefaultCNIBinDir = "/usr/lib/cni"
+	// DefaultContainerdBinary is the containerd the managed runtime runs:
+	// the host's, from PATH (Debian's containerd 1.6 where `make deps`
+	// installed it).
+	DefaultContainerdBinary = "containerd"
+	DefaultRelistPeriod     = time.Second
+	DefaultLogLevel         = "info"
 	// DefaultDevicePluginDir and DefaultPodResourcesDir are the kubelet's
 	// paths: device plugins and monitoring agents hard-code them.
 	DefaultDevicePluginDir  = "/var/lib/kubelet/device-plugins"
@@ -89,6 +93,11 @@ type Config struct {
 	CNIConfDir         string
 	CNIConfDirExplicit bool
 	CNIBinDir          string
+	// ContainerdBinary is the containerd the managed runtime runs
+	// (--containerd-binary): a name looked up in PATH or an absolute path.
+	// The shim and runc in its directory are the ones it runs, so a
+	// containerd 2 installed in a directory of its own needs no PATH change.
+	ContainerdBinary string
 	// ClusterCIDR (--cluster-cidr) is the range of every node's pods: the
 	// traffic to it from this node's pods is not masqueraded. Empty keeps
 	// the bridge plugin's masquerade, which NATs traffic to other nodes'
@@ -168,6 +177,7 @@ const (
 	nameCNIBridge                = "--" + flagCNIBridge
 	nameCNIConfDir               = "--" + flagCNIConfDir
 	nameCNIBinDir                = "--" + flagCNIBinDir
+	nameContainerdBinary         = "--" + flagContainerdBinary
 	nameClusterCIDR              = "--" + flagClusterCIDR
 	namePauseBinary              = "--" + flagPauseBinary
 	nameRelistPeriod             = "--" + flagRelistPeriod
@@ -274,6 +284,7 @@ func (c *Config) validateNodeAndLogging() []error {
 	if c.CNIBinDir != "" && !filepath.IsAbs(c.CNIBinDir) {
 		bad(nameCNIBinDir, "%q must be an absolute path", c.CNIBinDir)
 	}
+	c.validateContainerdBinary(bad)
 	if c.ClusterCIDR != "" {
 		cluster, err := netip.ParsePrefix(c.ClusterCIDR)
 		pod, perr := netip.ParsePrefix(c.PodCIDR)
@@ -349,4 +360,17 @@ func validateInterfaceName(name string) error {
 		return fmt.Errorf("%q must not contain '/', ':' or white space", name)
 	}
 	return nil
+}
+
+// validateContainerdBinary refuses a containerd binary that is neither a
+// bare name for PATH nor an absolute path, and one given with an external
+// runtime, which berth does not start.
+func (c *Config) validateContainerdBinary(bad func(field, format string, args ...any)) {
+	switch bin := c.ContainerdBinary; {
+	case bin == "": // the default
+	case strings.ContainsRune(bin, '/') && !filepath.IsAbs(bin):
+		bad(nameContainerdBinary, "%q must be an absolute path or a name looked up in PATH", bin)
+	case c.ContainerRuntimeEndpoint != "" && bin != DefaultContainerdBinary:
+		bad(nameContainerdBinary, "%q is for berth's managed containerd, but %s names a runtime you run yourself", bin, nameContainerRuntimeEndpoint)
+	}
 }

@@ -78,6 +78,12 @@ func TestValidate(t *testing.T) {
 		{name: "bad eviction threshold", modify: func(c *Config) { c.Eviction.Hard = map[string]string{"memory.available": "lots"} }, want: []string{`evictionHard`, `memory.available`, `"lots"`}},
 		{name: "eviction threshold over 100%", modify: func(c *Config) { c.Eviction.Hard = map[string]string{"memory.available": "120%"} }, want: []string{`evictionHard`, `memory.available`, `"120%"`}},
 		{name: "unknown eviction signal", modify: func(c *Config) { c.Eviction.Soft = map[string]string{"disk.free": "1Gi"} }, want: []string{`evictionSoft`, `disk.free`}},
+		{name: "containerd binary by path", modify: func(c *Config) { c.ContainerdBinary = "/opt/containerd2/containerd" }},
+		{name: "relative containerd binary", modify: func(c *Config) { c.ContainerdBinary = "bin/containerd" },
+			want: []string{`--containerd-binary: "bin/containerd" must be an absolute path or a name looked up in PATH`}},
+		{name: "containerd binary with an external runtime", modify: func(c *Config) {
+			c.ContainerdBinary, c.ContainerRuntimeEndpoint = "/opt/containerd2/containerd", "unix:///run/containerd/containerd.sock"
+		}, want: []string{`--containerd-binary: "/opt/containerd2/containerd" is for berth's managed containerd`}},
 		{name: "negative container GC age", modify: func(c *Config) { c.ContainerGC.MinAge = -time.Second }, want: []string{`--minimum-container-ttl-duration: -1s: must not be negative`}},
 	}
 	for _, tt := range tests {

@@ -14,6 +14,7 @@ const (
 	flagCNIBridge                = "cni-bridge"
 	flagCNIConfDir               = "cni-conf-dir"
 	flagCNIBinDir                = "cni-bin-dir"
+	flagContainerdBinary         = "containerd-binary"
 	flagClusterCIDR              = "cluster-cidr"
 	flagPodManifestPath          = "pod-manifest-path"
 	flagFileCheckFrequency       = "file-check-frequency"
@@ -67,6 +68,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.String(flagCNIBridge, DefaultCNIBridge, "Linux bridge of the pod network berth sets up for its managed containerd")
 	fs.String(flagCNIConfDir, DefaultCNIConfDir, "host CNI configuration dir: when it holds a configuration (always, when this flag is given) the managed containerd uses it instead of berth's bridge")
 	fs.String(flagCNIBinDir, DefaultCNIBinDir, "CNI plugin binaries (the kubelet's default is /opt/cni/bin, where CNI DaemonSets install theirs)")
+	fs.String(flagContainerdBinary, DefaultContainerdBinary, "the containerd berth's managed runtime runs (a name in PATH or an absolute path); the containerd-shim-runc-v2 and runc in its directory come first, e.g. the containerd 2 of `make containerd2`")
 	fs.String(flagClusterCIDR, "", "CIDR of every node's pods: traffic to it from this node's pods is not masqueraded (default: the bridge plugin's masquerade, which exempts only this node's pod CIDR)")
 	fs.String(flagPodManifestPath, "", "directory of static pod manifests (default: <root-dir>/"+ManifestsDirName+")")
 	fs.Duration(flagFileCheckFrequency, DefaultFileCheckFrequency, "how often to re-read the manifest directory even without a change notification")

@@ -80,6 +80,7 @@ func TestLoadDefaults(t *testing.T) {
 		CNIBridge:          "berth0",
 		CNIConfDir:         DefaultCNIConfDir,
 		CNIBinDir:          DefaultCNIBinDir,
+		ContainerdBinary:   DefaultContainerdBinary,
 		PauseBinary:        "/opt/berth/berth-pause",
 		RelistPeriod:       time.Second,
 		LogLevel:           "info",

@@ -131,6 +131,7 @@ func (r *Runtime) startManaged(ctx context.Context, cfg *config.Config) error {
 	}
 	m, err := containerd.Start(ctx, containerd.Options{
 		RootDir:      cfg.RootDir,
+		Binary:       cfg.ContainerdBinary,
 		CNIConfDir:   r.net.confDir,
 		CNIBinDir:    r.net.binDir,
 		NetworkLater: r.net.Problem() != "",

@@ -161,8 +161,36 @@ func criSnapshotterOf(ctx context.Context, c *client.Client) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("CRI status: %w", err)
 	}
-	return snapshotterFromCRIInfo(resp.GetInfo())
+	name, err := snapshotterFromCRIInfo(resp.GetInfo())
+	if !errors.Is(err, errNoSnapshotterInfo) {
+		return name, err
+	}
+	// containerd 2 moved the snapshotter to its CRI images plugin, whose
+	// config the status leaves out; the image filesystem it reports is the
+	// snapshotter's own directory.
+	fs, fsErr := runtimeapi.NewImageServiceClient(conn).ImageFsInfo(ctx, &runtimeapi.ImageFsInfoRequest{})
+	if fsErr != nil {
+		return "", fmt.Errorf("%w; CRI image fs info: %w", err, fsErr)
+	}
+	for _, f := range fs.GetImageFilesystems() {
+		if name, ok := snapshotterFromMountpoint(f.GetFsId().GetMountpoint()); ok {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%w, and no image filesystem is a snapshotter's", err)
 }
+
+// snapshotterFromMountpoint reads the snapshotter's name from its root
+// directory, <containerd root>/io.containerd.snapshotter.v1.<name>.
+func snapshotterFromMountpoint(mountpoint string) (string, bool) {
+	name, ok := strings.CutPrefix(filepath.Base(mountpoint), "io.containerd.snapshotter.v1.")
+	if !ok || name == "" {
+		return "", false
+	}
+	return name, true
+}
+
+var errNoSnapshotterInfo = errors.New(`CRI status "config" info names no containerd.snapshotter`)
 
 // snapshotterFromCRIInfo reads containerd.snapshotter from the "config"
 // entry of a verbose CRI status.
@@ -180,7 +208,7 @@ func snapshotterFromCRIInfo(info map[string]string) (string, error) {
 		return "", fmt.Errorf(`CRI status "config" info: %w`, err)
 	}
 	if cfg.Containerd.Snapshotter == "" {
-		return "", errors.New(`CRI status "config" info names no containerd.snapshotter`)
+		return "", errNoSnapshotterInfo
 	}
 	return cfg.Containerd.Snapshotter, nil
 }

@@ -3,12 +3,15 @@ package containerd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // capSysResource is CAP_SYS_RESOURCE's bit in the capability sets.
@@ -92,4 +95,58 @@ func probeOverlay(dir string) (err error) {
 		return fmt.Errorf("unmount %s: %w", sub["merged"], err)
 	}
 	return nil
+}
+
+// versionTimeout bounds `containerd config default`.
+const versionTimeout = 10 * time.Second
+
+// binaryFacts are what the config depends on about the containerd binary
+// itself: the config version it reads and the runc beside it.
+type binaryFacts struct {
+	ConfigVersion int
+	// Runc is the runc in the binary's directory, "" when there is none
+	// (the shim then runs the runc of PATH).
+	Runc string
+}
+
+// detectBinary asks binary for its default config, whose version is the
+// one it reads without migrating, and looks for a runc beside it.
+func detectBinary(ctx context.Context, binary string) (binaryFacts, error) {
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binary, "config", "default").Output()
+	if err != nil {
+		return binaryFacts{}, fmt.Errorf("%s config default: %w", binary, err)
+	}
+	v, err := parseConfigVersion(string(out))
+	if err != nil {
+		return binaryFacts{}, fmt.Errorf("%s config default: %w", binary, err)
+	}
+	f := binaryFacts{ConfigVersion: v}
+	runc := filepath.Join(filepath.Dir(binary), "runc")
+	if fi, err := os.Stat(runc); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+		f.Runc = runc
+	}
+	return f, nil
+}
+
+// parseConfigVersion reads the top-level "version = N" of a containerd
+// config: the first such line before any table.
+func parseConfigVersion(config string) (int, error) {
+	for _, l := range strings.Split(config, "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") {
+			break
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || strings.TrimSpace(k) != "version" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("config version %q is not a positive number", strings.TrimSpace(v))
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no top-level version line in the default config")
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -294,6 +295,10 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 	case err != nil:
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
+	bin, err := detectBinary(ctx, o.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
 	for _, dir := range []string{l.CertsDir, o.CNIConfDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("containerd: %w", err)
@@ -301,6 +306,7 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 	}
 	config := renderConfig(configParams{
 		Layout: l, SandboxImage: o.SandboxImage, CNIBinDir: o.CNIBinDir, CNIConfDir: o.CNIConfDir, Facts: facts,
+		ConfigVersion: bin.ConfigVersion, RuncBinary: bin.Runc,
 	})
 	if err := atomicfile.Write(l.Config, []byte(config), 0o644); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
@@ -380,12 +386,32 @@ func spawn(ctx context.Context, o Options, l layout) (*exec.Cmd, error) {
 	// No CommandContext and no Pdeathsig: containerd must outlive berth.
 	cmd := exec.Command(o.Binary, "--config", l.Config)
 	cmd.Dir = l.Dir
+	cmd.Env = pathFirst(os.Environ(), filepath.Dir(o.Binary))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("containerd: start %s: %w", o.Binary, err)
 	}
 	return cmd, nil
+}
+
+// pathFirst returns env with dir first in its PATH: containerd finds its
+// shim (containerd-shim-runc-v2) in PATH, and the shim its runc, so a
+// containerd installed in a directory of its own runs its own shim and runc
+// without the operator changing PATH.
+func pathFirst(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+1)
+	path := dir
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			if v != "" {
+				path = dir + string(os.PathListSeparator) + v
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "PATH="+path)
 }
 
 var errExited = errors.New("containerd exited")
