@@ -92,10 +92,14 @@ SKIP         ?=
 LABEL_FILTER ?=
 CONFORMANCE_TIMEOUT ?= 3h
 CONFORMANCE_PROCS   ?= 4
+# The nodes manage containerd 2 (make containerd2): image volumes and user
+# namespaces need it. CONFORMANCE_RUNTIME=host runs the host's containerd.
+CONFORMANCE_RUNTIME ?= containerd2
 conformance: deps build
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/berth-conformance ./test/conformance/cmd/conformance
+	dir=; if [ "$(CONFORMANCE_RUNTIME)" = containerd2 ]; then dir=$$($(CONTAINERD2)) || exit 1; fi; \
 	$(BIN)/berth-conformance -berth-bin $(abspath $(BIN)) -busybox $(BUSYBOX) -timeout $(CONFORMANCE_TIMEOUT) -procs $(CONFORMANCE_PROCS) \
-		-focus '$(FOCUS)' -skip '$(SKIP)' -label-filter '$(LABEL_FILTER)'
+		-containerd "$$dir" -focus '$(FOCUS)' -skip '$(SKIP)' -label-filter '$(LABEL_FILTER)'
 
 # The long fault-injection run (test/chaos; make test runs a short smoke of
 # it): CHAOS_FAULTS random faults of CHAOS_PROFILE on a node of CHAOS_PODS

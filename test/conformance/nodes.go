@@ -83,9 +83,9 @@ type NodeConfig struct {
 	Index    int    // 0, 1...: picks the node's pod CIDR
 	CIDRBase int    // third octet base of 10.215.x.0/24 pod CIDRs
 	BerthBin string // directory of berth and berth-pause
-	// Containerd is the directory of the containerd berth manages (first
-	// in its PATH: the shim and runc beside it come with it); "" for the
-	// host's.
+	// Containerd is the directory of the containerd berth manages
+	// (--containerd-binary: the shim and runc beside it come with it); ""
+	// for the host's.
 	Containerd string
 	Images     []string  // tarballs linked into <root>/images
 	Mirror     *Registry // registry.k8s.io's mirror; none if nil
@@ -158,7 +158,7 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		n.cmd.Args = append(n.cmd.Args, "--cluster-dns", cluster.ClusterDNSIP, "--cluster-domain", cluster.ClusterDomain)
 	}
 	if cfg.Containerd != "" {
-		n.cmd.Env = append(os.Environ(), "PATH="+cfg.Containerd+string(os.PathListSeparator)+os.Getenv("PATH"))
+		n.cmd.Args = append(n.cmd.Args, "--containerd-binary", filepath.Join(cfg.Containerd, "containerd"))
 	}
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	// A group of its own: a terminal's Ctrl-C is for the suite, and the
