@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/cnigc"
@@ -109,6 +111,14 @@ func Start(ctx context.Context, o Options) (*Runtime, error) {
 		return nil, fmt.Errorf("runtime version: %w", err)
 	}
 	r.Name, r.Version = v.RuntimeName, v.RuntimeVersion
+	rc, err := cri.RuntimeConfig(ctx)
+	if err := CheckCgroupDriver(cfg.CgroupDriver, rc, err); err != nil {
+		r.Stop()
+		return nil, err
+	}
+	if status.Code(err) == codes.Unimplemented {
+		log.Info("the runtime does not answer RuntimeConfig (CRI v1.28); berth's cgroupDriver is taken to be its", "cgroupDriver", cfg.CgroupDriver)
+	}
 	log.Info("container runtime ready", "runtime", v.RuntimeName, "version", v.RuntimeVersion, "endpoint", r.Endpoint)
 	if err := r.buildKeepers(cfg); err != nil {
 		r.Stop()

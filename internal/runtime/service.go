@@ -99,6 +99,14 @@ func (s *Service) Version(ctx context.Context) (*runtimeapi.VersionResponse, err
 	return s.rs.Version(ctx, &runtimeapi.VersionRequest{})
 }
 
+// RuntimeConfig is the runtime's own configuration (its cgroup driver);
+// a runtime older than the call answers codes.Unimplemented.
+func (s *Service) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigResponse, error) {
+	ctx, cancel := withTimeout(ctx, ListTimeout)
+	defer cancel()
+	return s.rs.RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
+}
+
 // RunPodSandbox creates and starts a pod sandbox.
 func (s *Service) RunPodSandbox(ctx context.Context, cfg *runtimeapi.PodSandboxConfig) (string, error) {
 	ctx, cancel := withTimeout(ctx, s.callTimeout)
