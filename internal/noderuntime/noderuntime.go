@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/internal/cnigc"
@@ -222,6 +223,8 @@ func (r *Runtime) Run(ctx context.Context, relist func()) {
 	wg.Go(func() { r.supervise(ctx) })
 	if r.managed != nil {
 		wg.Go(func() { r.watchEvents(ctx, relist) })
+	} else {
+		wg.Go(func() { r.watchContainerEvents(ctx, relist) })
 	}
 	wg.Wait()
 }
@@ -259,6 +262,22 @@ func (r *Runtime) watchEvents(ctx context.Context, relist func()) {
 	})
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("containerd event stream stopped; relying on relist", "err", err)
+	}
+}
+
+// watchContainerEvents streams an external runtime's container events
+// (CRI GetContainerEvents: containerd 1.7 and 2, CRI-O): a stopped
+// container's exit is known from its event at once, and each event asks
+// for a relist. A runtime without the call leaves it to the relist.
+func (r *Runtime) watchContainerEvents(ctx context.Context, relist func()) {
+	err := r.CRI.WatchContainerEvents(ctx, r.clk, runtime.DefaultEventBackoff, func(ev *runtimeapi.ContainerEventResponse) {
+		if x, ok := runtime.ExitOf(ev); ok {
+			r.CRI.RecordExit(ev.GetContainerId(), x)
+		}
+		relist()
+	})
+	if err != nil {
+		r.log.Info("no container event stream; relying on relist", "err", err)
 	}
 }
 
