@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -52,16 +53,34 @@ spec:
 		"--image="+busybox, "--image-pull-policy=Never", "--container=dbg", "--target=app", "--", "sh")
 	cmd.Env = append(os.Environ(), "KUBERC=off")
 	// The shell reads its commands from the attached stdin; the target's
-	// sleep seen in /proc shows the shared process namespace.
-	cmd.Stdin = strings.NewReader("echo attached-$((40+2)); cat /proc/1/cmdline; echo; sleep 2; exit 3\n")
-	// kubectl's own output is not checked: the shell's lines came back on
-	// the attached stream in only some runs (on containerd 1.6 and 2
-	// alike), a race not yet understood. The container's log shows what
-	// its shell received on the attached stdin and ran.
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl debug -i: %v\n%s", err, out)
+	// sleep seen in /proc shows the shared process namespace. Stdin stays
+	// open until kubectl exits, as a person's terminal does: the container
+	// is not stdinOnce, and containerd's CRI attach then detaches the
+	// attach's stdout and stderr as soon as its stdin ends (docker's
+	// attach behaviour, the same under the kubelet), so a stdin that ended
+	// at once would lose whatever the shell printed after containerd saw
+	// its end.
+	stdin, err := cmd.StdinPipe() // closed by Wait once kubectl exits
+	if err != nil {
+		t.Fatal(err)
 	}
-	logs := strings.ReplaceAll(kubectl(t, cp, "logs", "target", "-c", "dbg"), "\x00", " ") // cmdline's arguments end in NULs
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdin, "echo attached-$((40+2)); cat /proc/1/cmdline; echo; sleep 2; exit 3\n"); err != nil {
+		t.Fatal(err)
+	}
+	// kubectl ends when the shell's exit ends the attach.
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kubectl debug -i: %v\n%s", err, out.String())
+	}
+	got := strings.ReplaceAll(out.String(), "\x00", " ") // cmdline's arguments end in NULs
+	if !strings.Contains(got, "attached-42") || !strings.Contains(got, "sleep 3600") {
+		t.Errorf("kubectl debug -i printed %q, want the attached shell's output, the target's sleep among it", got)
+	}
+	logs := strings.ReplaceAll(kubectl(t, cp, "logs", "target", "-c", "dbg"), "\x00", " ")
 	if !strings.Contains(logs, "attached-42") || !strings.Contains(logs, "sleep 3600") {
 		t.Errorf("kubectl logs of dbg = %q, want the output of the attached commands, the target's sleep among it", logs)
 	}
