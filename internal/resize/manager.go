@@ -263,8 +263,16 @@ func (m *Manager) Decorate(pod *v1.Pod, s *v1.PodStatus) {
 			if a, ok := alloc[cs.Name]; ok && len(a.Requests) > 0 {
 				cs.AllocatedResources = a.Requests.DeepCopy()
 			}
-			if x, ok := act[cs.Name]; ok && cs.State.Running != nil && strings.HasSuffix(cs.ContainerID, "://"+x.ID) {
+			if cs.State.Running == nil {
+				continue
+			}
+			if x, ok := act[cs.Name]; ok && x.ID != "" && strings.HasSuffix(cs.ContainerID, "://"+x.ID) {
 				cs.Resources = x.Resources.DeepCopy()
+			} else if a, ok := alloc[cs.Name]; ok {
+				// Started since the worker last recorded what runs: berth
+				// created it from the allocated pod (the kubelet, too, falls
+				// back to the allocation where the runtime reports none).
+				cs.Resources = a.DeepCopy()
 			}
 		}
 	}

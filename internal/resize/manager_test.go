@@ -101,3 +101,31 @@ func TestManagerCorruptCheckpoint(t *testing.T) {
 		t.Fatal("no empty manager with the error")
 	}
 }
+
+// A container that runs before the worker recorded what it runs with (its
+// first status after its start) shows its allocation: the conformance
+// specs read .resources of every running container as soon as the pod
+// runs. One not running shows none.
+func TestDecorateRunningWithoutRecord(t *testing.T) {
+	m, err := Open(t.TempDir(), clocktesting.NewFakePassiveClock(time.Unix(1000, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := podWith("p", res("100m", "200m", "", ""))
+	if _, _, err := m.Sync(pod, Node{}); err != nil {
+		t.Fatal(err)
+	}
+	st := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{
+		{Name: "c0", ContainerID: "containerd://new", State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}},
+	}}
+	m.Decorate(pod, &st)
+	if r := st.ContainerStatuses[0].Resources; r == nil || r.Requests.Cpu().MilliValue() != 100 || r.Limits.Cpu().MilliValue() != 200 {
+		t.Errorf("resources of a running container without a record = %+v, want its allocation", r)
+	}
+	st.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
+	st.ContainerStatuses[0].Resources = nil
+	m.Decorate(pod, &st)
+	if r := st.ContainerStatuses[0].Resources; r != nil {
+		t.Errorf("resources of a waiting container = %+v, want none", r)
+	}
+}
