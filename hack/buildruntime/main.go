@@ -9,9 +9,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,8 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/internal/buildcache"
 )
 
 // binary is one program of the module: its name and how it is built.
@@ -66,7 +64,7 @@ func ensure(ctx context.Context, module, out string, log io.Writer) (string, err
 	if err != nil {
 		return "", err
 	}
-	key, err := moduleHash(module)
+	key, err := buildcache.ModuleHash(module)
 	if err != nil {
 		return "", err
 	}
@@ -80,7 +78,7 @@ func ensure(ctx context.Context, module, out string, log io.Writer) (string, err
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("create the binary cache: %w", err)
 	}
-	unlock, err := lockDir(ctx, cache, log)
+	unlock, err := buildcache.Lock(ctx, cache, log)
 	if err != nil {
 		return "", err
 	}
@@ -102,50 +100,6 @@ func complete(cache string) bool {
 		}
 	}
 	return true
-}
-
-// moduleHash names the cache after exactly what the binaries are built
-// from: the module's go.mod and go.sum.
-func moduleHash(dir string) (string, error) {
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			return "", fmt.Errorf("hash the runtime module: %w", err)
-		}
-		fmt.Fprintf(h, "%s %d\n", f, len(data))
-		h.Write(data)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-// lockDir holds an exclusive flock on dir/.lock until unlock; make and go
-// test may build at once, and whoever waited uses what the other built.
-func lockDir(ctx context.Context, dir string, log io.Writer) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for waited := false; ; {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", dir, err)
-		}
-		if !waited {
-			fmt.Fprintf(log, "waiting for another build into %s\n", dir)
-			waited = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for another build into %s: %w", dir, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // build compiles every binary into a temporary directory inside cache and

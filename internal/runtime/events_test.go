@@ -96,7 +96,9 @@ func TestWatchContainerEventsReconnects(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		done <- s.WatchContainerEvents(ctx, clock.RealClock{}, EventBackoff{Initial: time.Millisecond, Max: 10 * time.Millisecond},
-			func(ev *runtimeapi.ContainerEventResponse) { got <- ev.GetContainerId() + " " + ev.GetContainerEventType().String() })
+			func(ev *runtimeapi.ContainerEventResponse) {
+				got <- ev.GetContainerId() + " " + ev.GetContainerEventType().String()
+			})
 	}()
 	for _, want := range []string{"a CONTAINER_STARTED_EVENT", "a CONTAINER_STOPPED_EVENT", "b CONTAINER_STOPPED_EVENT"} {
 		select {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/berth-dev/berth/internal/buildcache"
 )
 
 // Addons are the paths of the programs that make Services and cluster DNS
@@ -85,7 +87,7 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 // directory's lock if it is not there yet.
 func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer) (string, error) {
 	mod := filepath.Join(tools, ad.name)
-	key, err := ToolsHash(mod)
+	key, err := buildcache.ModuleHash(mod)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", ad.name, err)
 	}
@@ -97,7 +99,7 @@ func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("create the binary cache: %w", err)
 	}
-	unlock, err := LockDir(ctx, cache, log)
+	unlock, err := buildcache.Lock(ctx, cache, log)
 	if err != nil {
 		return "", err
 	}

@@ -3,8 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-dev/berth/internal/buildcache"
 )
 
 // Binaries are the paths of the control-plane programs.
@@ -83,7 +83,7 @@ func Build(ctx context.Context, log io.Writer) (Binaries, error) {
 		return Binaries{}, err
 	}
 	if cache == "" {
-		key, err := ToolsHash(tools)
+		key, err := buildcache.ModuleHash(tools)
 		if err != nil {
 			return Binaries{}, err
 		}
@@ -101,7 +101,7 @@ func Build(ctx context.Context, log io.Writer) (Binaries, error) {
 	}
 	// go test runs packages in parallel: one build at a time, and whoever
 	// waited uses what the other built.
-	unlock, err := LockDir(ctx, cache, log)
+	unlock, err := buildcache.Lock(ctx, cache, log)
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -139,51 +139,6 @@ func toolsDir(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("find the control-plane tools module: %w", err)
 	}
 	return dir, nil
-}
-
-// ToolsHash names a cache directory after exactly what the binaries of
-// the Go module in dir are built from: its go.mod and go.sum.
-func ToolsHash(dir string) (string, error) {
-	tools := dir
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(tools, f))
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %d\n", f, len(data))
-		h.Write(data)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-// LockDir takes an exclusive flock on dir/.lock, polling so that ctx can
-// cancel the wait: one build into a cache directory at a time.
-func LockDir(ctx context.Context, dir string, log io.Writer) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for waited := false; ; {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing releases the lock
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", dir, err)
-		}
-		if !waited {
-			fmt.Fprintf(log, "waiting for another build into %s\n", dir)
-			waited = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for another build into %s: %w", dir, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // build compiles the five binaries into a temporary directory inside cache

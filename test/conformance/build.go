@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/berth-dev/berth/internal/buildcache"
 	"github.com/berth-dev/berth/test/cluster"
 )
 
@@ -133,7 +134,7 @@ func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
 	}
 	tools := filepath.Join(repo, "test", "conformance", "tools")
 	if cache == "" {
-		key, err := cluster.ToolsHash(tools)
+		key, err := buildcache.ModuleHash(tools)
 		if err != nil {
 			return Programs{}, err
 		}
@@ -145,7 +146,7 @@ func BuildPrograms(ctx context.Context, log io.Writer) (Programs, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return Programs{}, fmt.Errorf("create the program cache: %w", err)
 	}
-	unlock, err := cluster.LockDir(ctx, cache, log)
+	unlock, err := buildcache.Lock(ctx, cache, log)
 	if err != nil {
 		return Programs{}, err
 	}
