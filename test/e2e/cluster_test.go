@@ -80,6 +80,13 @@ func startControlPlaneWith(t *testing.T, opts cluster.Options) (*cluster.Control
 // identity of its own (system:node:<name>).
 func startClusterNode(t *testing.T, cp *cluster.ControlPlane, name string, extraArgs ...string) *clusterNode {
 	t.Helper()
+	return startClusterNodeOn(t, cp, name, suiteRuntimeDir, extraArgs...)
+}
+
+// startClusterNodeOn is startClusterNode on the containerd of runtimeDir
+// ("" for the host's).
+func startClusterNodeOn(t *testing.T, cp *cluster.ControlPlane, name, runtimeDir string, extraArgs ...string) *clusterNode {
+	t.Helper()
 	kubeconfig, err := cp.NodeKubeconfig(name)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +100,7 @@ func startClusterNode(t *testing.T, cp *cluster.ControlPlane, name string, extra
 		"--client-ca-file", cp.KubeletClientCA(),
 		"--node-status-update-frequency", "2s",
 	}, extraArgs...)
-	n := startNode(t, args...)
+	n := startNodeWithRuntime(t, "", runtimeDir, args...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("berth %s log:\n%s", name, n.logTail())

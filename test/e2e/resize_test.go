@@ -11,8 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/berth-dev/berth/test/cluster"
 )
 
 // resizePod is a Burstable pod of two containers whose cpu and memory
@@ -362,24 +360,4 @@ func (n *node) apiPodUID(uid string) *v1.Pod {
 	}
 	n.t.Fatalf("the node does not show pod %s", uid)
 	return nil
-}
-
-// startClusterNodeOn is startClusterNode on the containerd of runtimeDir.
-func startClusterNodeOn(t *testing.T, cp *cluster.ControlPlane, name, runtimeDir string, extraArgs ...string) *clusterNode {
-	t.Helper()
-	kubeconfig, err := cp.NodeKubeconfig(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	args := append([]string{
-		"--node-name", name,
-		"--kubeconfig", kubeconfig,
-		"--node-ip", "127.0.0.1",
-		"--port", fmt.Sprint(port),
-		"--client-ca-file", cp.KubeletClientCA(),
-		"--node-status-update-frequency", "2s",
-	}, extraArgs...)
-	n := startNodeWithRuntime(t, "", runtimeDir, args...)
-	return &clusterNode{node: n, name: name, apiPort: port}
 }
