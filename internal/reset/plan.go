@@ -51,6 +51,7 @@ var stateNames = []string{
 	"local-pods",    // applied pods (podsource.StoreDirName)
 	"terminal-pods", // records of evicted pods
 	"probes",        // probe results
+	"resize",        // in-place resizes' allocations (resize.CheckpointName)
 	"pods",          // volumes and /etc/hosts (volume manager)
 	"pki",           // the secure API's self-signed certificate
 	"seccomp",       // seccomp profiles (kuberuntime)

@@ -230,7 +230,7 @@ func TestResizeCluster(t *testing.T) {
 	cp, client, _ := startControlPlane(t)
 	cn := startClusterNodeOn(t, cp, "berth-rz", containerd2Dir(t), "--config", resizeNodeConfig(t))
 	node := waitNodeReady(t, client, cn.name, true, 90*time.Second)
-	if v := node.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(v, "containerd://2.") {
+	if v := strings.TrimPrefix(node.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"); !strings.HasPrefix(strings.TrimPrefix(v, "v"), "2.") {
 		t.Fatalf("the node runs %s, not containerd 2", v)
 	}
 	mib := int64(1 << 20)
