@@ -76,17 +76,21 @@ type parts struct {
 	plegEvents     chan pleg.Event
 	volumes        *volume.Manager
 	userns         *userns.Manager
-	nodeFeatures   lifecycle.NodeFeatures
-	imageGC        *images.Manager
-	containerGC    *containergc.Manager
-	summary        *stats.Provider
-	evictions      *eviction.Manager
-	resize         *resize.Manager      // in-place resizes' allocations
-	services       *podobjects.Services // nil standalone
-	workers        *podWorkers
-	sources        *podSources
-	loop           *syncLoop
-	servers        *servers
+	// runtimeFeatures are read from the runtime as berth starts;
+	// nodeFeatures are what admission allows, with the node's user
+	// namespace range taken into account.
+	runtimeFeatures runtimeFeatures
+	nodeFeatures    lifecycle.NodeFeatures
+	imageGC         *images.Manager
+	containerGC     *containergc.Manager
+	summary         *stats.Provider
+	evictions       *eviction.Manager
+	resize          *resize.Manager      // in-place resizes' allocations
+	services        *podobjects.Services // nil standalone
+	workers         *podWorkers
+	sources         *podSources
+	loop            *syncLoop
+	servers         *servers
 }
 
 // build builds every part in dependency order (see parts). Only the
@@ -221,8 +225,8 @@ func (p *parts) buildCollectors(context.Context) error {
 
 // buildWorkers builds the pod workers and the pod sources.
 func (p *parts) buildWorkers(ctx context.Context) error {
-	p.userns, p.nodeFeatures = p.buildUserNamespaces(ctx)
-	p.nodeFeatures.Runtime = lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}
+	p.runtimeFeatures = readRuntimeFeatures(ctx, p.rt.CRI.Runtime(), lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}, p.rt.StateDir())
+	p.userns, p.nodeFeatures = p.buildUserNamespaces(p.runtimeFeatures.admission)
 	deps, err := p.workerDeps()
 	if err != nil {
 		return err
@@ -335,6 +339,7 @@ func (p *parts) buildCluster(ctx context.Context) {
 	cfg, host, rt, log := p.cfg, p.host, p.rt, p.log
 	devices, evictions, relist, view, workers := p.devices, p.evictions, p.relist, p.view, p.workers
 	info := nodeSystemInfo(rt.Name, rt.Version, cfg.BuildVersion) // fixed while berth runs
+	runtimeFeatures := p.runtimeFeatures.node
 	p.claimed.cluster.build(p.clk, clusterDeps{
 		observe: func() nodestatus.Observed {
 			devCapacity, devAllocatable := devices.Capacity()
@@ -345,6 +350,7 @@ func (p *parts) buildCluster(ctx context.Context) {
 				NotReady: notReady(ctx, rt.CRI.Runtime(), relist, n.Status.Capacity, rt.NetworkProblem),
 				Info:     info,
 				Images:   nodeImages(ctx, rt.CRI, log),
+				Runtime:  runtimeFeatures,
 			}
 		},
 		statuses: view.pods, // rejected pods too

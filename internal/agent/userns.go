@@ -1,12 +1,10 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/lifecycle"
 	"github.com/berth-dev/berth/internal/userns"
@@ -22,14 +20,14 @@ const (
 // no setting for it.
 const idsPerPod = 65536
 
-// buildUserNamespaces reads whether the runtime can give pods user
-// namespaces (its CRI status' runtime handlers) and the node's ID range
-// (/etc/subuid and /etc/subgid for user "kubelet", else the kubelet's
-// default), and restores the ranges of the pods under the root dir. Where
+// buildUserNamespaces takes whether the runtime can give pods user
+// namespaces (node, from its CRI status' runtime handlers), reads the
+// node's ID range (/etc/subuid and /etc/subgid for user "kubelet", else
+// the kubelet's default), and restores the ranges of the pods under the root dir. Where
 // either fails, pods of hostUsers: false are refused at admission with
 // why; the rest of berth runs on.
-func (p *parts) buildUserNamespaces(ctx context.Context) (*userns.Manager, lifecycle.NodeFeatures) {
-	why := runtimeUserNamespaces(ctx, p.rt.CRI.Runtime())
+func (p *parts) buildUserNamespaces(node lifecycle.NodeFeatures) (*userns.Manager, lifecycle.NodeFeatures) {
+	why := node.UserNamespacesWhy
 	first, length, err := userns.NodeRange("/etc/subuid", "/etc/subgid", idsPerPod)
 	var alloc *userns.Allocator
 	if err == nil {
@@ -52,17 +50,6 @@ func (p *parts) buildUserNamespaces(ctx context.Context) (*userns.Manager, lifec
 	if why != "" {
 		p.log.Info("pods of hostUsers: false will be refused", "why", why)
 	}
-	return m, lifecycle.NodeFeatures{UserNamespaces: why == "", UserNamespacesWhy: why}
-}
-
-// runtimeUserNamespaces is why the runtime's default handler cannot run
-// pods in user namespaces of their own, "" when it can.
-func runtimeUserNamespaces(ctx context.Context, cri runtimeapi.RuntimeServiceClient) string {
-	ctx, cancel := context.WithTimeout(ctx, readyStatusTimeout)
-	defer cancel()
-	resp, err := cri.Status(ctx, &runtimeapi.StatusRequest{})
-	if err != nil {
-		return fmt.Sprintf("the runtime's status could not be read when berth started: %v", err)
-	}
-	return userns.HandlerSupport(resp, "")
+	node.UserNamespaces, node.UserNamespacesWhy = why == "", why
+	return m, node
 }

@@ -3,6 +3,7 @@ package container
 import (
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -52,6 +53,10 @@ type ContainerStatus struct {
 	TerminationMessageHostPath string
 	TerminationGracePeriod     int64
 	LogPath                    string
+	// User is the identity the runtime started the process with (uid,
+	// gid and every group, after supplementalGroupsPolicy); nil where the
+	// runtime does not say (containerd before 2.0).
+	User *v1.ContainerUser
 }
 
 // PodStatus is the runtime's view of one pod: every sandbox and container

@@ -292,6 +292,15 @@ func (r *Runtime) SetPodCIDR(cidr string) error {
 	return r.net.SetPodCIDR(cidr)
 }
 
+// StateDir is the managed containerd's state directory, under berth's root
+// dir; "" for an external runtime, whose directories are its own.
+func (r *Runtime) StateDir() string {
+	if r.managed == nil {
+		return ""
+	}
+	return r.managed.StateDir()
+}
+
 // NetworkProblem says why berth's view of the pod network keeps new pods
 // from getting an address, "" when it sees none (the runtime's own
 // NetworkReady condition is read besides).

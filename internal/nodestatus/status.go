@@ -29,6 +29,8 @@ type Observed struct {
 	Info     v1.NodeSystemInfo
 	// Images are the runtime's images, for the scheduler's image locality.
 	Images []v1.ContainerImage
+	// Runtime is what the runtime can do.
+	Runtime RuntimeFeatures
 }
 
 // Identity is what does not change while berth runs.
@@ -83,6 +85,10 @@ func Status(id Identity, obs Observed, prev v1.NodeStatus, now time.Time) v1.Nod
 		Addresses:   slices.Clone(id.Addresses),
 		NodeInfo:    obs.Info,
 		Images:      obs.Images,
+		// The kubelet sets an empty list where the runtime lists no
+		// handlers; the API server drops it the same as nil.
+		RuntimeHandlers: obs.Runtime.Handlers,
+		Features:        obs.Runtime.Features,
 		// Volumes are not reported: berth has no attachable volumes.
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: id.Port}},
 	}

@@ -116,6 +116,7 @@ func containerStatus(st *runtimeapi.ContainerStatus, sandboxID string) container
 		Init:                       a[container.AnnotationInitContainer] == "true",
 		TerminationMessageHostPath: a[container.AnnotationTerminationMessageHostPath],
 		LogPath:                    st.LogPath,
+		User:                       containerUser(st.User),
 	}
 	out.RestartCount, _ = strconv.Atoi(a[container.AnnotationRestartCount])
 	out.TerminationGracePeriod, _ = strconv.ParseInt(a[container.AnnotationTerminationGracePeriod], 10, 64)
@@ -125,6 +126,19 @@ func containerStatus(st *runtimeapi.ContainerStatus, sandboxID string) container
 		} else if out.ExitCode != 0 && a[container.AnnotationTerminationMessagePolicy] == string(v1.TerminationMessageFallbackToLogsOnError) {
 			out.Message = logTail(out.LogPath)
 		}
+	}
+	return out
+}
+
+// containerUser is the kubelet's toKubeContainerUser (Linux): the CRI
+// status' user as the API reports it, nil where the runtime gives none.
+func containerUser(u *runtimeapi.ContainerUser) *v1.ContainerUser {
+	if u == nil {
+		return nil
+	}
+	out := &v1.ContainerUser{}
+	if l := u.GetLinux(); l != nil {
+		out.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
@@ -62,6 +64,27 @@ func TestContainerStatusTerminationMessage(t *testing.T) {
 			}
 			if got.RestartCount != 4 || got.Name != "app" || got.State != container.StateExited {
 				t.Errorf("annotations not read back: %+v", got)
+			}
+		})
+	}
+}
+
+func TestContainerStatusUser(t *testing.T) {
+	tests := []struct {
+		name string
+		in   *runtimeapi.ContainerUser
+		want *v1.ContainerUser
+	}{
+		{"a runtime that does not say (containerd 1.x)", nil, nil},
+		{"no Linux user", &runtimeapi.ContainerUser{}, &v1.ContainerUser{}},
+		{"the process' identity", &runtimeapi.ContainerUser{Linux: &runtimeapi.LinuxContainerUser{Uid: 1000, Gid: 3000, SupplementalGroups: []int64{3000, 4000}}},
+			&v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := containerStatus(&runtimeapi.ContainerStatus{Id: "c", User: tt.in}, "sb").User
+			if !apiequality.Semantic.DeepEqual(got, tt.want) {
+				t.Fatalf("user = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -137,6 +137,7 @@ func (g *generator) convert(cs *container.ContainerStatus, image string, old *v1
 		ImageID:      cs.ImageRef,
 		ContainerID:  id,
 		RestartCount: int32(cs.RestartCount),
+		User:         cs.User,
 	}
 	switch {
 	case cs.State == container.StateRunning:

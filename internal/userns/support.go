@@ -1,7 +1,11 @@
 package userns
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -32,4 +36,29 @@ func HandlerSupport(status *runtimeapi.StatusResponse, handler string) string {
 // runtime without support, with why.
 func UnsupportedMessage(why string) string {
 	return "can't set `spec.hostUsers: false`, runtime does not support user namespaces: " + why
+}
+
+// ReachableFromUserNamespace says why the runtime could not reach a
+// user-namespaced pod's root filesystem under dir ("" when it can): runc
+// prepares that filesystem from inside the pod's user namespace, as an
+// unprivileged host ID, so every directory from / down to dir must be
+// searchable by other users. containerd makes its own state directories
+// so (0711); a berth root dir made beforehand without it (mkdir -m 700, a
+// temp dir) would fail every sandbox of such a pod.
+func ReachableFromUserNamespace(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return fmt.Sprintf("cannot check the runtime's state directory: %v", err)
+		case err == nil && fi.Mode().Perm()&0o001 == 0:
+			return fmt.Sprintf("%s (mode %04o) is not searchable by other users, so the runtime cannot reach a pod's root filesystem from its user namespace: chmod o+x %s", d, fi.Mode().Perm(), d)
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
 }

@@ -189,6 +189,10 @@ func (m *Managed) Pid() int { return m.pid }
 // LogPath is the file containerd's output goes to.
 func (m *Managed) LogPath() string { return m.layout.Log }
 
+// StateDir is where the containerd keeps its tasks' state, the containers'
+// root filesystems among them.
+func (m *Managed) StateDir() string { return m.layout.State }
+
 // Done is closed when a containerd started by us exits, for whatever
 // reason. For an adopted containerd it is never closed: berth is not its
 // parent and cannot wait for it (Supervise watches it by its pid).
