@@ -21,12 +21,12 @@ func TestAdmissionRejectionsOneWriter(t *testing.T) {
 	p := startWidgets(t, n)
 	n.waitAllocatable(3)
 
-	n.writeManifest("userns.yaml", `
+	n.writeManifest("gvisor.yaml", `
 apiVersion: v1
 kind: Pod
-metadata: {name: userns}
+metadata: {name: gvisor}
 spec:
-  hostUsers: false
+  runtimeClassName: gvisor
   containers: [{name: app, image: `+busybox+`, command: ["sleep", "3600"]}]
 `)
 	p.Stop()
@@ -37,7 +37,7 @@ spec:
 	n.writeManifest("orphan.yaml", widgetPod("orphan", 1))
 
 	for _, tc := range []struct{ name, reason, message string }{
-		{"userns", "UnsupportedPodField", "Pod was rejected: spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
+		{"gvisor", "UnsupportedRuntimeClass", `Pod was rejected: runtimeClassName "gvisor": berth runs every pod with the runtime's default handler`},
 		{"orphan", devicemanager.ReasonUnexpectedAdmissionError, "Pod was rejected: Allocate failed due to "},
 	} {
 		var pod *v1.Pod
@@ -59,11 +59,11 @@ spec:
 		t.Errorf("orphan: message %q does not say how long it waited", msg)
 	}
 
-	n.removeManifest("userns.yaml")
+	n.removeManifest("gvisor.yaml")
 	n.removeManifest("orphan.yaml")
 	waitFor(t, 30*time.Second, "the rejected pods gone", func() (bool, string) {
 		var left []string
-		for _, name := range []string{"userns", "orphan"} {
+		for _, name := range []string{"gvisor", "orphan"} {
 			if n.pod(name) != nil {
 				left = append(left, name)
 			}

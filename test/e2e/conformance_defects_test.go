@@ -14,9 +14,11 @@ import (
 // reason and message (pkg/kubelet/lifecycle/predicate.go), or berth's own
 // for a field it cannot honour, and never get a sandbox: a pod for another
 // OS (spec.os), a pod labelled for another OS (kubernetes.io/os), and a pod
-// asking for a user namespace. A Linux pod beside them runs.
+// asking for a user namespace on a runtime without them (the host's
+// containerd 1.6, whatever runtime the run's other nodes manage). A Linux
+// pod beside them runs.
 func TestPodOSRejected(t *testing.T) {
-	n := startNode(t)
+	n := startNodeWithRuntime(t, "", "")
 	const pod = `
 apiVersion: v1
 kind: Pod

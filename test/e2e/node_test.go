@@ -98,8 +98,16 @@ func startNodeWithRuntime(t testing.TB, tmpfsSize, runtimeDir string, extraArgs 
 		extraArgs = slices.Delete(slices.Clone(extraArgs), i, i+1)
 		cidr = "" // the test sets it to the Node's, for the clean-up
 	}
+	if tmpfsSize == "" && !setsDiskPolicy(extraArgs) {
+		extraArgs = append(slices.Clone(extraArgs), quietDisk...)
+	}
 	root, err := os.MkdirTemp("/tmp", "berth-e2e-") // short: unix socket paths are limited
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Searchable, as berth makes a root dir of its own: a pod in a user
+	// namespace reaches its root filesystem under it.
+	if err := os.Chmod(root, 0o711); err != nil {
 		t.Fatal(err)
 	}
 	if tmpfsSize != "" {
@@ -138,6 +146,24 @@ func startNodeWithRuntime(t testing.TB, tmpfsSize, runtimeDir string, extraArgs 
 	}
 	n.start()
 	return n
+}
+
+// setsDiskPolicy tells whether a test sets image GC or eviction itself.
+// Every other node runs with quietDisk: its node and image filesystems are
+// the test machine's disk, whose use is the machine's business (CI shares
+// it with caches of many GiB), and the default thresholds (image GC from
+// 85% used, eviction below 15% free) would remove busybox or evict pods in
+// tests that check neither. The tests of image GC and eviction set their
+// own thresholds, most on a tmpfs root of their own.
+func setsDiskPolicy(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		for _, f := range []string{"--config", "--eviction-hard", "--image-gc-high-threshold"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 func (n *node) start() {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 )
@@ -42,9 +44,8 @@ spec:
 }
 
 // quietDisk turns off the periodic image GC and the disk thresholds of
-// eviction: containerd 2's image filesystem is the host's, often past 85%
-// used on a shared test machine, and the GC would remove busybox, the
-// eviction manager refuse the pods; neither is what these tests check.
+// eviction: the harness's default for a node on the test machine's disk
+// (see setsDiskPolicy).
 var quietDisk = []string{"--image-gc-high-threshold", "100", "--eviction-hard", "memory.available<100Mi"}
 
 // hostSecretDir makes a directory under the node's root dir with a file
@@ -121,10 +122,6 @@ func (n *node) wantOwnUsers(pod *v1.Pod) uint64 {
 // twice), and a removed pod's range is released.
 func TestUserNamespacesOnContainerd2(t *testing.T) {
 	n := startNodeOnContainerd2(t, quietDisk...)
-	// The pods' user IDs must reach their files under the root dir.
-	if err := os.Chmod(n.root, 0o711); err != nil {
-		t.Fatal(err)
-	}
 	host := hostSecretDir(t, n)
 	n.writeManifest("a.yaml", usernsPod("usa", host))
 	n.writeManifest("b.yaml", usernsPod("usb", host))
@@ -168,7 +165,9 @@ func TestUserNamespacesOnContainerd2(t *testing.T) {
 // Failed status and an event), never given a sandbox, never retried; a
 // static pod that shares a host namespace with it is refused as invalid.
 func TestUserNamespacesRefusedWithoutSupport(t *testing.T) {
-	n := startNode(t, quietDisk...)
+	// The host's containerd (Debian's 1.6), whatever runtime the run's
+	// other nodes manage.
+	n := startNodeWithRuntime(t, "", "", quietDisk...)
 	host := hostSecretDir(t, n)
 	n.writeManifest("userns.yaml", usernsPod("nouserns", host))
 	n.writeManifest("hostnet.yaml", strings.Replace(usernsPod("hostnet", host), "  hostUsers: false\n",
@@ -219,12 +218,10 @@ func TestUserNamespacesClusterOnContainerd2(t *testing.T) {
 	n := startNodeWithRuntime(t, "", containerd2Dir(t), "--node-name", name, "--kubeconfig", kubeconfig,
 		"--node-ip", "127.0.0.1", "--port", fmt.Sprint(freePort(t)), "--client-ca-file", cp.KubeletClientCA(),
 		"--node-status-update-frequency", "2s", quietDisk[0], quietDisk[1], quietDisk[2], quietDisk[3])
-	if err := os.Chmod(n.root, 0o711); err != nil {
-		t.Fatal(err)
-	}
 	waitNodeReady(t, client, name, true, 2*time.Minute)
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
+	wantRuntimeFeatures(t, client, name)
 	cm := &v1.ConfigMap{Data: map[string]string{"greeting": "hello"}}
 	cm.Name, cm.Namespace = "userns-cm", "default"
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -259,5 +256,56 @@ func TestUserNamespacesClusterOnContainerd2(t *testing.T) {
 	}
 	if out := n.exec(got, "app", "sh", "-c", "id -u; cat /cm/greeting"); out != "0\nhello" {
 		t.Errorf("in the container: %q, want root reading the configMap", out)
+	}
+}
+
+// A root dir others cannot search (made beforehand with mode 0700) keeps
+// the runtime from reaching a user-namespaced pod's root filesystem: such
+// a pod is refused at admission naming the directory, not retried with
+// FailedCreatePodSandBox for ever.
+func TestUserNamespacesRefusedUnderClosedRootDir(t *testing.T) {
+	n := startNodeOnContainerd2(t, quietDisk...)
+	n.stop()
+	if err := os.Chmod(n.root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	host := hostSecretDir(t, n)
+	n.writeManifest("userns.yaml", usernsPod("closed", host))
+	var pod *v1.Pod
+	waitFor(t, time.Minute, "closed refused", func() (bool, string) {
+		pod = n.pod("closed")
+		return pod != nil && pod.Status.Phase == v1.PodFailed, describe(pod)
+	})
+	want := n.root + " (mode 0700) is not searchable by other users"
+	if pod.Status.Reason != "UnsupportedPodField" || !strings.Contains(pod.Status.Message, want) {
+		t.Errorf("status %s: %q, want UnsupportedPodField: %q", pod.Status.Reason, pod.Status.Message, want)
+	}
+	if sbs := n.sandboxes(string(pod.UID)); len(sbs) != 0 {
+		t.Errorf("the refused pod got %d sandboxes", len(sbs))
+	}
+}
+
+// wantRuntimeFeatures checks what the Node says of containerd 2: its
+// default handler does recursive read-only mounts and user namespaces
+// (status.runtimeHandlers, which tell the scheduler and users where
+// hostUsers: false can run) and it honours supplementalGroupsPolicy
+// (status.features).
+func wantRuntimeFeatures(t *testing.T, client kubernetes.Interface, name string) {
+	t.Helper()
+	node, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(node.Status.RuntimeHandlers, func(h v1.NodeRuntimeHandler) bool { return h.Name == "" })
+	if i < 0 {
+		t.Fatalf("runtimeHandlers %+v: no default handler", node.Status.RuntimeHandlers)
+	}
+	f := node.Status.RuntimeHandlers[i].Features
+	if f == nil || !ptr.Deref(f.UserNamespaces, false) || !ptr.Deref(f.RecursiveReadOnlyMounts, false) {
+		t.Errorf("the default handler's features %+v, want user namespaces and recursive read-only mounts", f)
+	}
+	if nf := node.Status.Features; nf == nil || !ptr.Deref(nf.SupplementalGroupsPolicy, false) {
+		t.Errorf("status.features %+v, want supplementalGroupsPolicy", nf)
 	}
 }
