@@ -16,10 +16,6 @@ const (
 	reasonUserNamespaceFileCorrupt  = "UserNamespaceMappingsCorrupt"
 )
 
-// idsPerPod is the kubelet's default userNamespaces.idsPerPod; berth has
-// no setting for it.
-const idsPerPod = 65536
-
 // buildUserNamespaces takes whether the runtime can give pods user
 // namespaces (node, from its CRI status' runtime handlers), reads the
 // node's ID range (/etc/subuid and /etc/subgid for user "kubelet", else
@@ -28,6 +24,7 @@ const idsPerPod = 65536
 // why; the rest of berth runs on.
 func (p *parts) buildUserNamespaces(node lifecycle.NodeFeatures) (*userns.Manager, lifecycle.NodeFeatures) {
 	why := node.UserNamespacesWhy
+	idsPerPod := uint32(p.cfg.UserNamespacesIDsPerPod) // validated: a multiple of 65536 within uint32
 	first, length, err := userns.NodeRange("/etc/subuid", "/etc/subgid", idsPerPod)
 	var alloc *userns.Allocator
 	if err == nil {

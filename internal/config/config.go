@@ -145,6 +145,9 @@ type Config struct {
 	Cluster Cluster
 	// DNS is the resolver configuration of pods.
 	DNS DNS
+	// UserNamespacesIDsPerPod is how many host IDs each pod of
+	// hostUsers: false gets (userNamespaces.idsPerPod).
+	UserNamespacesIDsPerPod int64
 
 	// BuildVersion is berth's own version, set by the binary (not
 	// configurable): the Node reports it.
@@ -204,7 +207,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateServing()...)
 	errs = append(errs, c.validateCluster()...)
 	errs = append(errs, c.DNS.validate()...)
-	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls))
+	errs = append(errs, validateUnsafeSysctls(c.AllowedUnsafeSysctls), validateIDsPerPod(c.UserNamespacesIDsPerPod))
 	return errors.Join(errs...)
 }
 

@@ -51,31 +51,32 @@ func Load(path string, flags *pflag.FlagSet) (*Config, error) {
 
 func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 	cfg := &Config{
-		FileCheckFrequency: DefaultFileCheckFrequency,
-		CgroupDriver:       DefaultCgroupDriver,
-		MaxPods:            DefaultMaxPods,
-		ReadOnlyPort:       DefaultReadOnlyPort,
-		Address:            DefaultAddress,
-		PodLogsDir:         DefaultPodLogsDir,
-		RootDir:            DefaultRootDir,
-		PodCIDR:            DefaultPodCIDR,
-		CNIBridge:          DefaultCNIBridge,
-		CNIConfDir:         DefaultCNIConfDir,
-		CNIBinDir:          DefaultCNIBinDir,
-		ContainerdBinary:   DefaultContainerdBinary,
-		RelistPeriod:       DefaultRelistPeriod,
-		LogLevel:           DefaultLogLevel,
-		DevicePluginDir:    DefaultDevicePluginDir,
-		PodResourcesDir:    DefaultPodResourcesDir,
-		DevicePluginWait:   DefaultDevicePluginWait,
-		Resources:          defaultResources(),
-		Images:             defaultImages(),
-		Eviction:           defaultEviction(),
-		Memory:             defaultMemory(),
-		ContainerGC:        defaultContainerGC(),
-		ContainerLogs:      defaultContainerLogs(),
-		Cluster:            defaultCluster(),
-		DNS:                defaultDNS(),
+		FileCheckFrequency:      DefaultFileCheckFrequency,
+		CgroupDriver:            DefaultCgroupDriver,
+		MaxPods:                 DefaultMaxPods,
+		ReadOnlyPort:            DefaultReadOnlyPort,
+		Address:                 DefaultAddress,
+		PodLogsDir:              DefaultPodLogsDir,
+		RootDir:                 DefaultRootDir,
+		PodCIDR:                 DefaultPodCIDR,
+		CNIBridge:               DefaultCNIBridge,
+		CNIConfDir:              DefaultCNIConfDir,
+		CNIBinDir:               DefaultCNIBinDir,
+		ContainerdBinary:        DefaultContainerdBinary,
+		RelistPeriod:            DefaultRelistPeriod,
+		LogLevel:                DefaultLogLevel,
+		DevicePluginDir:         DefaultDevicePluginDir,
+		PodResourcesDir:         DefaultPodResourcesDir,
+		DevicePluginWait:        DefaultDevicePluginWait,
+		Resources:               defaultResources(),
+		Images:                  defaultImages(),
+		Eviction:                defaultEviction(),
+		Memory:                  defaultMemory(),
+		ContainerGC:             defaultContainerGC(),
+		ContainerLogs:           defaultContainerLogs(),
+		Cluster:                 defaultCluster(),
+		DNS:                     defaultDNS(),
+		UserNamespacesIDsPerPod: DefaultUserNamespacesIDsPerPod,
 	}
 	portSet := false
 
@@ -91,6 +92,7 @@ func load(path string, flags *pflag.FlagSet, h host) (*Config, error) {
 		applyMemoryFile(&cfg.Memory, kf.config)
 		applyClusterFile(&cfg.Cluster, kf.config, kf.set)
 		applyDNSFile(&cfg.DNS, kf.config, kf.set)
+		applyUserNamespacesFile(&cfg.UserNamespacesIDsPerPod, kf.config)
 		portSet = kf.set["port"]
 		fileErrs := append(applyResourcesFile(&cfg.Resources, kf.config, kf.set),
 			applyServingFile(&cfg.Serving, kf.config, kf.set),
@@ -147,7 +149,7 @@ func honoured(field string) bool {
 		"nodeStatusReportFrequency", "nodeLeaseDurationSeconds", "authorization",
 		"allowedUnsafeSysctls", "rotateCertificates", "serverTLSBootstrap",
 		"failSwapOn", "memorySwap", "singleProcessOOMKill",
-		"clusterDNS", "clusterDomain", "resolvConf":
+		"clusterDNS", "clusterDomain", "resolvConf", "userNamespaces":
 		return true
 	}
 	return false
@@ -364,6 +366,8 @@ func writeBack(kc *kubeletconfigv1beta1.KubeletConfiguration, cfg *Config) {
 	kc.PodCIDR = cfg.PodCIDR
 	kc.Logging.Format = cfg.LogFormat
 	kc.AllowedUnsafeSysctls = cfg.AllowedUnsafeSysctls
+	ids := cfg.UserNamespacesIDsPerPod
+	kc.UserNamespaces = &kubeletconfigv1beta1.UserNamespaces{IDsPerPod: &ids}
 	writeBackServing(kc, cfg.Serving)
 	cl := cfg.Cluster
 	kc.RegisterNode = &cl.RegisterNode

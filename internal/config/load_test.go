@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"k8s.io/utils/ptr"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // fakeHost is a machine whose host name is "Node-1.Example" and whose
@@ -95,10 +95,11 @@ func TestLoadDefaults(t *testing.T) {
 			PressureTransitionPeriod: 5 * time.Minute,
 			MonitoringInterval:       10 * time.Second,
 		},
-		ContainerGC:   ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
-		Memory:        Memory{FailSwapOn: true},
-		ContainerLogs: defaultContainerLogs(),
-		DNS:           DNS{ResolvConf: "/etc/resolv.conf"},
+		ContainerGC:             ContainerGC{MaxPerPodContainer: 1, MaxContainers: -1, Period: time.Minute},
+		Memory:                  Memory{FailSwapOn: true},
+		ContainerLogs:           defaultContainerLogs(),
+		UserNamespacesIDsPerPod: 65536,
+		DNS:                     DNS{ResolvConf: "/etc/resolv.conf"},
 		Cluster: Cluster{RegisterNode: true, NodeStatusUpdateFrequency: 10 * time.Second,
 			NodeStatusReportFrequency: 5 * time.Minute, NodeLeaseDurationSeconds: 40},
 		// Standalone: no webhooks, every authenticated caller allowed.
@@ -479,5 +480,33 @@ func TestLoadPodNetworkFlags(t *testing.T) {
 		if err != nil || !tc.check(cfg) {
 			t.Errorf("%v: got %+v, %v", tc.args, cfg, err)
 		}
+	}
+}
+
+func TestLoadUserNamespacesIDsPerPod(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		want       int64
+		wantErr    string
+	}{
+		{"unset", "", 65536, ""},
+		{"two units", "userNamespaces: {idsPerPod: 131072}\n", 131072, ""},
+		{"not a multiple", "userNamespaces: {idsPerPod: 70000}\n", 0, "userNamespaces.idsPerPod: 70000 must be a multiple of 65536"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadWith(t, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"+tc.file, nil, testHost)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "kubelet.yaml") {
+					t.Fatalf("err %v, want %q naming the file", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.UserNamespacesIDsPerPod != tc.want || *cfg.Kubelet.UserNamespaces.IDsPerPod != tc.want || len(cfg.Unimplemented) != 0 {
+				t.Fatalf("idsPerPod %d (written back %d), unimplemented %v; want %d", cfg.UserNamespacesIDsPerPod, *cfg.Kubelet.UserNamespaces.IDsPerPod, cfg.Unimplemented, tc.want)
+			}
+		})
 	}
 }

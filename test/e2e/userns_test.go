@@ -259,6 +259,24 @@ func TestUserNamespacesClusterOnContainerd2(t *testing.T) {
 	}
 }
 
+// userNamespaces.idsPerPod gives each pod that many host IDs, from a
+// range aligned to it, as the kubelet does.
+func TestUserNamespacesIDsPerPod(t *testing.T) {
+	cfg := writeConfig(t, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+userNamespaces: {idsPerPod: 131072}
+imageGCHighThresholdPercent: 100
+evictionHard: {memory.available: 100Mi}
+`)
+	n := startNodeOnContainerd2(t, "--config", cfg)
+	n.writeManifest("wide.yaml", usernsPod("wide", hostSecretDir(t, n)))
+	pod := n.waitRunning("wide", 3*time.Minute)
+	hostID, length := n.hostUIDMap(pod)
+	if length != 131072 || hostID < 131072 || hostID%131072 != 0 {
+		t.Errorf("uid 0 maps to host %d (+%d), want 131072 IDs from a multiple of 131072", hostID, length)
+	}
+}
+
 // A root dir others cannot search (made beforehand with mode 0700) keeps
 // the runtime from reaching a user-namespaced pod's root filesystem: such
 // a pod is refused at admission naming the directory, not retried with
