@@ -298,6 +298,7 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 // berth restarted, and the loop must know it before it admits anything.
 func (p *parts) buildLoop(ctx context.Context) error {
 	cfg, devices, cluster, host := p.cfg, p.devices, p.claimed.cluster, p.host
+	runtimeFeatures := p.runtimeFeatures.node
 	var changed func()
 	if cluster != nil {
 		p.buildCluster(ctx)
@@ -313,6 +314,9 @@ func (p *parts) buildLoop(ctx context.Context) error {
 		node: func() *v1.Node {
 			devCapacity, devAllocatable := admissionDeviceResources(devices.Resources())
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)
+			// What the Node reports of its runtime: admission refuses
+			// supplementalGroupsPolicy: Strict where it says no.
+			n.Status.RuntimeHandlers, n.Status.Features = runtimeFeatures.Handlers, runtimeFeatures.Features
 			if cluster != nil {
 				n.Spec.Taints = cluster.taints()
 			}

@@ -12,9 +12,9 @@ import (
 )
 
 // runtimeFeatures is what the runtime says it can do, read once from its
-// CRI status as berth starts: what admission allows (user namespaces,
-// supplementalGroupsPolicy: Strict) and what the Node reports
-// (status.runtimeHandlers, status.features). The kubelet reads them at
+// CRI status as berth starts: what admission allows (user namespaces) and
+// what the Node reports (status.runtimeHandlers, status.features: admission
+// reads supplementalGroupsPolicy from there, as the kubelet's does). The kubelet reads them at
 // every status update; a runtime's handlers do not change while it runs,
 // and berth's managed runtime restarts from the same binary.
 type runtimeFeatures struct {
@@ -40,7 +40,6 @@ func readRuntimeFeatures(ctx context.Context, cri runtimeapi.RuntimeServiceClien
 		f.admission.UserNamespacesWhy = userns.ReachableFromUserNamespace(stateDir)
 	}
 	f.admission.UserNamespaces = f.admission.UserNamespacesWhy == ""
-	f.admission.SupplementalGroupsPolicy = resp.GetFeatures().GetSupplementalGroupsPolicy()
 	f.node = nodestatus.RuntimeFeaturesOf(resp)
 	return f
 }

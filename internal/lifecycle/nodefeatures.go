@@ -11,10 +11,6 @@ type NodeFeatures struct {
 	// own (spec.hostUsers: false); UserNamespacesWhy says why not.
 	UserNamespaces    bool
 	UserNamespacesWhy string
-	// SupplementalGroupsPolicy tells whether the runtime honours
-	// supplementalGroupsPolicy: Strict (containerd 2.0 and later); an
-	// older runtime would silently merge the image's groups in.
-	SupplementalGroupsPolicy bool
 	// Runtime is the runtime's name and version, which say whether it
 	// mounts image volumes.
 	Runtime RuntimeInfo
@@ -36,21 +32,3 @@ func unsupportedUserNamespace(pod *v1.Pod, node NodeFeatures) (Result, bool) {
 	return Result{Reason: reasonUnsupportedPodField, Message: msg}, true
 }
 
-// The kubelet's refusal of a Strict supplementalGroupsPolicy on a runtime
-// without it (lifecycle.SupplementalGroupsPolicyNotSupported).
-const (
-	reasonSupplementalGroupsPolicyNotSupported  = "SupplementalGroupsPolicyNotSupported"
-	messageSupplementalGroupsPolicyNotSupported = "SupplementalGroupsPolicy=Strict is not supported in this node"
-)
-
-// unsupportedSupplementalGroupsPolicy is the kubelet's
-// rejectPodAdmissionBasedOnSupplementalGroupsPolicy (the feature is GA):
-// Merge, the default, runs anywhere; Strict only where the runtime says it
-// honours it.
-func unsupportedSupplementalGroupsPolicy(pod *v1.Pod, node NodeFeatures) (Result, bool) {
-	sc := pod.Spec.SecurityContext
-	if sc == nil || sc.SupplementalGroupsPolicy == nil || *sc.SupplementalGroupsPolicy != v1.SupplementalGroupsPolicyStrict || node.SupplementalGroupsPolicy {
-		return Result{}, false
-	}
-	return Result{Reason: reasonSupplementalGroupsPolicyNotSupported, Message: messageSupplementalGroupsPolicyNotSupported}, true
-}

@@ -42,34 +42,3 @@ func TestUserNamespaceAdmission(t *testing.T) {
 	}
 }
 
-// The kubelet's TestRejectPodAdmissionBasedOnSupplementalGroupsPolicy, on
-// the runtime's word instead of the Node's status.features.
-func TestSupplementalGroupsPolicyAdmission(t *testing.T) {
-	strict, merge := v1.SupplementalGroupsPolicyStrict, v1.SupplementalGroupsPolicyMerge
-	for _, tc := range []struct {
-		name   string
-		sc     *v1.PodSecurityContext
-		node   NodeFeatures
-		refuse bool
-	}{
-		{"no security context", nil, NodeFeatures{}, false},
-		{"no policy", &v1.PodSecurityContext{}, NodeFeatures{}, false},
-		{"Merge on a runtime without the feature", &v1.PodSecurityContext{SupplementalGroupsPolicy: &merge}, NodeFeatures{}, false},
-		{"Strict on a runtime without the feature", &v1.PodSecurityContext{SupplementalGroupsPolicy: &strict}, NodeFeatures{}, true},
-		{"Strict on a runtime with it", &v1.PodSecurityContext{SupplementalGroupsPolicy: &strict}, NodeFeatures{SupplementalGroupsPolicy: true}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := &v1.Pod{Spec: v1.PodSpec{SecurityContext: tc.sc}}
-			r := PodFeaturesAdmitHandler(tc.node).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(pod)})
-			if !tc.refuse {
-				if !r.Admit {
-					t.Fatalf("refused: %+v", r)
-				}
-				return
-			}
-			if r.Admit || r.Reason != "SupplementalGroupsPolicyNotSupported" || r.Message != "SupplementalGroupsPolicy=Strict is not supported in this node" {
-				t.Errorf("got %+v, want the kubelet's refusal", r)
-			}
-		})
-	}
-}

@@ -31,9 +31,6 @@ func PodFeaturesAdmitHandler(node NodeFeatures) PodAdmitHandler {
 		if r, bad := unsupportedUserNamespace(attrs.Pod.Pod, node); bad {
 			return r
 		}
-		if r, bad := unsupportedSupplementalGroupsPolicy(attrs.Pod.Pod, node); bad {
-			return r
-		}
 		return Result{Admit: true}
 	})
 }

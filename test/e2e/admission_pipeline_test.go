@@ -17,16 +17,18 @@ import (
 // show the kubelet's Failed status and a Warning event, neither runs, and
 // each status goes with its manifest.
 func TestAdmissionRejectionsOneWriter(t *testing.T) {
-	n := startNode(t, "--device-plugin-wait", "3s")
+	// The host's containerd (Debian's 1.6), which has no user namespaces,
+	// whatever runtime the run's other nodes manage.
+	n := startNodeWithRuntime(t, "", "", "--device-plugin-wait", "3s")
 	p := startWidgets(t, n)
 	n.waitAllocatable(3)
 
-	n.writeManifest("gvisor.yaml", `
+	n.writeManifest("userns.yaml", `
 apiVersion: v1
 kind: Pod
-metadata: {name: gvisor}
+metadata: {name: userns}
 spec:
-  runtimeClassName: gvisor
+  hostUsers: false
   containers: [{name: app, image: `+busybox+`, command: ["sleep", "3600"]}]
 `)
 	p.Stop()
@@ -37,7 +39,7 @@ spec:
 	n.writeManifest("orphan.yaml", widgetPod("orphan", 1))
 
 	for _, tc := range []struct{ name, reason, message string }{
-		{"gvisor", "UnsupportedRuntimeClass", `Pod was rejected: runtimeClassName "gvisor": berth runs every pod with the runtime's default handler`},
+		{"userns", "UnsupportedPodField", "Pod was rejected: spec.hostUsers: can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
 		{"orphan", devicemanager.ReasonUnexpectedAdmissionError, "Pod was rejected: Allocate failed due to "},
 	} {
 		var pod *v1.Pod
@@ -59,11 +61,11 @@ spec:
 		t.Errorf("orphan: message %q does not say how long it waited", msg)
 	}
 
-	n.removeManifest("gvisor.yaml")
+	n.removeManifest("userns.yaml")
 	n.removeManifest("orphan.yaml")
 	waitFor(t, 30*time.Second, "the rejected pods gone", func() (bool, string) {
 		var left []string
-		for _, name := range []string{"gvisor", "orphan"} {
+		for _, name := range []string{"userns", "orphan"} {
 			if n.pod(name) != nil {
 				left = append(left, name)
 			}

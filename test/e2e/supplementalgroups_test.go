@@ -110,7 +110,7 @@ func TestSupplementalGroupsStrictRefusedOnContainerd16(t *testing.T) {
 		pod = n.pod("strict")
 		return pod != nil && pod.Status.Phase == v1.PodFailed, describe(pod)
 	})
-	if want := "SupplementalGroupsPolicy=Strict is not supported in this node"; pod.Status.Reason != "SupplementalGroupsPolicyNotSupported" || pod.Status.Message != want {
+	if want := "Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node"; pod.Status.Reason != "SupplementalGroupsPolicyNotSupported" || pod.Status.Message != want {
 		t.Errorf("status %s: %q, want SupplementalGroupsPolicyNotSupported: %q", pod.Status.Reason, pod.Status.Message, want)
 	}
 	if sbs := n.sandboxes(string(pod.UID)); len(sbs) != 0 {
