@@ -31,4 +31,3 @@ func unsupportedUserNamespace(pod *v1.Pod, node NodeFeatures) (Result, bool) {
 	}
 	return Result{Reason: reasonUnsupportedPodField, Message: msg}, true
 }
-

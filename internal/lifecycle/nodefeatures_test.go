@@ -41,4 +41,3 @@ func TestUserNamespaceAdmission(t *testing.T) {
 		})
 	}
 }
-
