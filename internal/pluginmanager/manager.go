@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,7 +180,7 @@ func (m *Manager) AddHandler(pluginType string, h Handler) error {
 func (m *Manager) Status() []SocketStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.status
+	return slices.Clone(m.status)
 }
 
 // Run creates the directory if needed, registers the plugins whose sockets

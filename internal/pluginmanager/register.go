@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -120,46 +122,52 @@ type grpcConn struct {
 
 func (g grpcConn) Close() error { return g.cc.Close() }
 
-// dialUnix connects to a unix socket and waits until gRPC is up on it, as
-// the kubelet's blocking dial does. Unlike the kubelet, it gives up at the
-// first failed attempt instead of retrying until its timeout: a stale or
-// garbled socket then fails at once and is retried with the back-off.
+// dialUnix connects to a unix socket and waits until gRPC is up on it or
+// ctx ends, as the kubelet's blocking dial does: a driver's socket file
+// appears at bind(), before it listens, so the first attempts may be
+// refused. The attempts are closer together than gRPC's default back-off
+// (1s and up), so that a driver is registered soon after it listens.
 func dialUnix(ctx context.Context, path string) (conn, error) {
 	var mu sync.Mutex
 	var lastErr error
 	cc, err := grpc.NewClient("passthrough:///"+path,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: time.Second,
+		}),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			c, err := (&net.Dialer{}).DialContext(ctx, "unix", path)
-			if err != nil {
-				mu.Lock()
-				lastErr = err
-				mu.Unlock()
-			}
+			mu.Lock()
+			lastErr = err
+			mu.Unlock()
 			return c, err
 		}))
 	if err != nil {
 		return nil, err
 	}
 	cc.Connect()
+	failed := false
 	for {
 		s := cc.GetState()
 		switch s {
 		case connectivity.Ready:
 			return grpcConn{RegistrationClient: registerapi.NewRegistrationClient(cc), cc: cc}, nil
-		case connectivity.TransientFailure, connectivity.Shutdown:
+		case connectivity.TransientFailure:
+			failed = true
+		}
+		if !cc.WaitForStateChange(ctx, s) {
 			cc.Close()
 			mu.Lock()
 			err := lastErr
 			mu.Unlock()
-			if err == nil {
-				err = errors.New("the socket accepted the connection but does not speak gRPC")
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("no gRPC connection before the timeout (%s), last attempt: %w", s, err)
+			case failed:
+				return nil, errors.New("the socket accepts connections but does not speak gRPC")
 			}
-			return nil, err
-		}
-		if !cc.WaitForStateChange(ctx, s) {
-			cc.Close()
-			return nil, fmt.Errorf("no gRPC connection (%s): %w", s, ctx.Err())
+			return nil, fmt.Errorf("no gRPC connection before the timeout (%s): %w", s, ctx.Err())
 		}
 	}
 }
