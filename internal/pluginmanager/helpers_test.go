@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -87,6 +88,7 @@ type testPlugin struct {
 	hang bool
 
 	srv      *grpc.Server
+	ln       *net.UnixListener
 	asked    chan struct{} // closed at the first GetInfo
 	askOnce  sync.Once
 	mu       sync.Mutex
@@ -99,7 +101,7 @@ func startPlugin(t *testing.T, path string, info *registerapi.PluginInfo, hang b
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &testPlugin{path: path, info: info, hang: hang, srv: grpc.NewServer(), asked: make(chan struct{})}
+	p := &testPlugin{path: path, info: info, hang: hang, srv: grpc.NewServer(), ln: ln.(*net.UnixListener), asked: make(chan struct{})}
 	registerapi.RegisterRegistrationServer(p.srv, p)
 	served := make(chan struct{})
 	go func() {
@@ -110,6 +112,25 @@ func startPlugin(t *testing.T, path string, info *registerapi.PluginInfo, hang b
 		p.stop()
 		<-served
 	})
+	return p
+}
+
+// replacePlugin restarts old the way a driver that binds under a
+// temporary name and renames it over its socket does (berth's own
+// unixsocket.Listen): the directory sees the path created again, never
+// removed.
+func replacePlugin(t *testing.T, old *testPlugin, info *registerapi.PluginInfo) *testPlugin {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(old.path), ".new-"+filepath.Base(old.path))
+	p := startPlugin(t, tmp, info, false)
+	p.ln.SetUnlinkOnClose(false)
+	if err := os.Rename(tmp, old.path); err != nil {
+		t.Fatal(err)
+	}
+	p.path = old.path
+	t.Cleanup(func() { os.Remove(p.path) })
+	old.ln.SetUnlinkOnClose(false) // its path is the new socket's now
+	old.stop()
 	return p
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,17 @@ func newTestManager(t *testing.T, opts Options) (*Manager, *fakeHandler, *fakeHa
 		t.Fatal(err)
 	}
 	return m, dra, csi, clk
+}
+
+// filterCalls keeps the calls about one plugin.
+func filterCalls(calls []string, name string) []string {
+	var out []string
+	for _, c := range calls {
+		if strings.HasSuffix(c, " "+name) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 var errTableFull = errors.New("driver table full")
@@ -126,6 +138,20 @@ func TestWatcherWithRealPlugins(t *testing.T) {
 	}
 	if got := dra.count("register early.example.com"); got != 2 {
 		t.Errorf("restarted driver registered %d times, want 2 (calls %q)", got, dra.callList())
+	}
+
+	// A driver restart that renames its new socket over the old one: the
+	// directory sees only a create, of a new socket file.
+	early3 := replacePlugin(t, early2, draInfo("early.example.com"))
+	waitFor(t, m, "the driver renamed over its socket re-registered", func() bool {
+		return early3.toldRegistered() == 1 && registeredAs(m, early3.path, "early.example.com")
+	})
+	if got, want := dra.callList(), []string{
+		"validate early.example.com", "register early.example.com", "deregister early.example.com",
+		"validate early.example.com", "register early.example.com", "deregister early.example.com",
+		"validate early.example.com", "register early.example.com",
+	}; !slices.Equal(filterCalls(got, "early.example.com"), want) {
+		t.Errorf("calls for the restarted driver = %q, want %q", filterCalls(got, "early.example.com"), want)
 	}
 
 	// A removed driver.

@@ -243,7 +243,8 @@ func (w *world) status() []SocketStatus {
 			plugin.Versions = slices.Clone(plugin.Versions)
 			st.Registered = &plugin
 		}
-		if f, ok := w.failed[p]; ok {
+		// The failures of a socket file since replaced are not this one's.
+		if f, ok := w.failed[p]; ok && f.gen == w.sockets[p].gen {
 			st.Failures, st.LastError = f.count, f.err
 		}
 		out = append(out, st)

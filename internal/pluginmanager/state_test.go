@@ -323,6 +323,10 @@ func TestWorldStatus(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("status = %+v, want %+v", got, want)
 	}
+	w.seen(b, stamp{ino: 3})
+	if st := w.status(); st[1].Failures != 0 || st[1].LastError != "" {
+		t.Fatalf("status of a re-created socket = %+v, want the old file's failures forgotten", st[1])
+	}
 	if !slices.IsSortedFunc(got, func(x, y SocketStatus) int { return strings.Compare(x.Path, y.Path) }) {
 		t.Fatal("status is not in path order")
 	}
