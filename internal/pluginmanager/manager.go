@@ -234,8 +234,8 @@ func (m *Manager) loop(ctx context.Context, wg *sync.WaitGroup, events <-chan di
 		case ev := <-events:
 			w.apply(ev)
 		case r := <-results:
-			m.logResult(r, w)
 			w.done(r, m.clk.Now())
+			m.logResult(r, w.failed[r.path])
 		case <-retry:
 		}
 		if timer != nil {
@@ -278,19 +278,21 @@ func (m *Manager) operate(ctx context.Context, a action, results chan<- result) 
 	}
 }
 
-func (m *Manager) logResult(r result, w *world) {
+// logResult logs how an operation ended; f is the socket's failure as
+// recorded after it.
+func (m *Manager) logResult(r result, f failure) {
 	switch {
+	case r.kind == actDeregister && r.err != nil:
+		m.log.Error("plugin deregistered; its handler failed", "socket", r.path, "type", r.plugin.Type, "name", r.plugin.Name, "err", r.err)
 	case r.kind == actDeregister:
 		m.log.Info("plugin deregistered", "socket", r.path, "type", r.plugin.Type, "name", r.plugin.Name)
 	case r.err == nil:
 		m.log.Info("plugin registered", "socket", r.path, "type", r.registered.Type, "name", r.registered.Name,
 			"endpoint", r.registered.Endpoint, "versions", r.registered.Versions)
+	case f.count == 0:
+		m.log.Error("plugin registration failed; its socket is gone", "socket", r.path, "err", r.err)
 	default:
-		count := 1
-		if f, ok := w.failed[r.path]; ok && f.gen == r.gen {
-			count = f.count + 1
-		}
 		m.log.Error("plugin registration failed; retrying when its socket changes or after a back-off",
-			"socket", r.path, "err", r.err, "failures", count, "retryIn", retryDelay(count))
+			"socket", r.path, "err", r.err, "failures", f.count, "retryIn", retryDelay(f.count))
 	}
 }

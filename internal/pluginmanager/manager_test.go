@@ -99,60 +99,20 @@ func TestWatcherWithRealPlugins(t *testing.T) {
 	if s, _ := socketStatus(m, hostpath.path); s.Registered.Endpoint != csiInfo.Endpoint || s.Registered.Type != registerapi.CSIPlugin {
 		t.Errorf("CSI driver registered as %+v, want its own endpoint %s", *s.Registered, csiInfo.Endpoint)
 	}
-	waitFor(t, m, "the unknown type refused and told why", func() bool {
-		return unknown.toldError(`has type "TeapotPlugin", which no handler takes (known types: CSIPlugin, DRAPlugin)`)
-	})
-	waitFor(t, m, "the garbage versions refused and told why", func() bool {
-		return garbage.toldError(`refused by its handler: none of the versions ["" "v1;DROP TABLE" "🙃"] is supported`)
-	})
-	waitFor(t, m, "the nameless plugin refused and told why", func() bool { return nameless.toldError("answered GetInfo with an empty name") })
+	checkRefusals(t, m, dra, unknown, garbage, nameless)
 	waitFor(t, m, "the noise socket failed", func() bool {
 		s, ok := socketStatus(m, sock("noise.sock"))
 		return ok && s.Failures >= 1 && s.Registered == nil
 	})
-	for _, p := range []*testPlugin{unknown, garbage, nameless} {
-		if s, _ := socketStatus(m, p.path); s.Registered != nil || s.Failures != 1 || s.LastError == "" {
-			t.Errorf("%s: status %+v, want one failure and not registered", p.path, s)
-		}
-		if n := p.toldRegistered(); n != 0 {
-			t.Errorf("%s told it is registered %d times", p.path, n)
-		}
-	}
 	for _, ignoredPath := range []string{sock(".hidden.sock"), sock("notes.txt"), sock("subdir")} {
 		if s, ok := socketStatus(m, ignoredPath); ok {
 			t.Errorf("%s is not a plugin socket but has status %+v", ignoredPath, s)
 		}
 	}
-	if dra.count("register garbage.example.com") != 0 || dra.count("register hidden.example.com") != 0 {
-		t.Errorf("DRA handler calls %q: registered a refused or hidden plugin", dra.callList())
+	if dra.count("register hidden.example.com") != 0 {
+		t.Errorf("DRA handler calls %q: registered a hidden socket", dra.callList())
 	}
-
-	// A driver restart: the same path, a new socket file.
-	early.stop()
-	early2 := startPlugin(t, early.path, draInfo("early.example.com"), false)
-	waitFor(t, m, "the restarted driver re-registered", func() bool {
-		return early2.toldRegistered() == 1 && registeredAs(m, early2.path, "early.example.com")
-	})
-	if got := dra.count("deregister early.example.com"); got != 1 {
-		t.Errorf("restarted driver deregistered %d times, want 1 (calls %q)", got, dra.callList())
-	}
-	if got := dra.count("register early.example.com"); got != 2 {
-		t.Errorf("restarted driver registered %d times, want 2 (calls %q)", got, dra.callList())
-	}
-
-	// A driver restart that renames its new socket over the old one: the
-	// directory sees only a create, of a new socket file.
-	early3 := replacePlugin(t, early2, draInfo("early.example.com"))
-	waitFor(t, m, "the driver renamed over its socket re-registered", func() bool {
-		return early3.toldRegistered() == 1 && registeredAs(m, early3.path, "early.example.com")
-	})
-	if got, want := dra.callList(), []string{
-		"validate early.example.com", "register early.example.com", "deregister early.example.com",
-		"validate early.example.com", "register early.example.com", "deregister early.example.com",
-		"validate early.example.com", "register early.example.com",
-	}; !slices.Equal(filterCalls(got, "early.example.com"), want) {
-		t.Errorf("calls for the restarted driver = %q, want %q", filterCalls(got, "early.example.com"), want)
-	}
+	checkRestarts(t, m, dra, early)
 
 	// A removed driver.
 	hostpath.stop()
@@ -319,5 +279,62 @@ func TestDialStaleSocket(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("dial error = %v, want the refusal", err)
+	}
+}
+
+// checkRefusals: each refused plugin is told why, once (the clock does not
+// move), and is neither registered nor told it is.
+func checkRefusals(t *testing.T, m *Manager, dra *fakeHandler, unknown, garbage, nameless *testPlugin) {
+	t.Helper()
+	waitFor(t, m, "the unknown type refused and told why", func() bool {
+		return unknown.toldError(`has type "TeapotPlugin", which no handler takes (known types: CSIPlugin, DRAPlugin)`)
+	})
+	waitFor(t, m, "the garbage versions refused and told why", func() bool {
+		return garbage.toldError(`refused by its handler: none of the versions ["" "v1;DROP TABLE" "🙃"] is supported`)
+	})
+	waitFor(t, m, "the nameless plugin refused and told why", func() bool { return nameless.toldError("answered GetInfo with an empty name") })
+	for _, p := range []*testPlugin{unknown, garbage, nameless} {
+		if s, _ := socketStatus(m, p.path); s.Registered != nil || s.Failures != 1 || s.LastError == "" {
+			t.Errorf("%s: status %+v, want one failure and not registered", p.path, s)
+		}
+		if n := p.toldRegistered(); n != 0 {
+			t.Errorf("%s told it is registered %d times", p.path, n)
+		}
+	}
+	if dra.count("register garbage.example.com") != 0 {
+		t.Errorf("DRA handler calls %q: registered a refused plugin", dra.callList())
+	}
+}
+
+// checkRestarts restarts early twice: removed and bound again, then bound
+// anew and renamed over its socket. Each time the old registration is
+// undone and the new socket registered.
+func checkRestarts(t *testing.T, m *Manager, dra *fakeHandler, early *testPlugin) {
+	t.Helper()
+	// A driver restart: the same path, a new socket file.
+	early.stop()
+	early2 := startPlugin(t, early.path, draInfo("early.example.com"), false)
+	waitFor(t, m, "the restarted driver re-registered", func() bool {
+		return early2.toldRegistered() == 1 && registeredAs(m, early2.path, "early.example.com")
+	})
+	if got := dra.count("deregister early.example.com"); got != 1 {
+		t.Errorf("restarted driver deregistered %d times, want 1 (calls %q)", got, dra.callList())
+	}
+	if got := dra.count("register early.example.com"); got != 2 {
+		t.Errorf("restarted driver registered %d times, want 2 (calls %q)", got, dra.callList())
+	}
+
+	// A driver restart that renames its new socket over the old one: the
+	// directory sees only a create, of a new socket file.
+	early3 := replacePlugin(t, early2, draInfo("early.example.com"))
+	waitFor(t, m, "the driver renamed over its socket re-registered", func() bool {
+		return early3.toldRegistered() == 1 && registeredAs(m, early3.path, "early.example.com")
+	})
+	if got, want := dra.callList(), []string{
+		"validate early.example.com", "register early.example.com", "deregister early.example.com",
+		"validate early.example.com", "register early.example.com", "deregister early.example.com",
+		"validate early.example.com", "register early.example.com",
+	}; !slices.Equal(filterCalls(got, "early.example.com"), want) {
+		t.Errorf("calls for the restarted driver = %q, want %q", filterCalls(got, "early.example.com"), want)
 	}
 }
