@@ -294,8 +294,13 @@ func checkRefusals(t *testing.T, m *Manager, dra *fakeHandler, unknown, garbage,
 	})
 	waitFor(t, m, "the nameless plugin refused and told why", func() bool { return nameless.toldError("answered GetInfo with an empty name") })
 	for _, p := range []*testPlugin{unknown, garbage, nameless} {
-		if s, _ := socketStatus(m, p.path); s.Registered != nil || s.Failures != 1 || s.LastError == "" {
-			t.Errorf("%s: status %+v, want one failure and not registered", p.path, s)
+		// The plugin is told before the failure is recorded.
+		waitFor(t, m, p.path+"'s failure recorded", func() bool {
+			s, _ := socketStatus(m, p.path)
+			return s.Failures == 1
+		})
+		if s, _ := socketStatus(m, p.path); s.Registered != nil || s.LastError == "" {
+			t.Errorf("%s: status %+v, want a failure with its reason and not registered", p.path, s)
 		}
 		if n := p.toldRegistered(); n != 0 {
 			t.Errorf("%s told it is registered %d times", p.path, n)
