@@ -51,13 +51,6 @@ const (
 	actDeregister
 )
 
-func (k actionKind) String() string {
-	if k == actRegister {
-		return "register"
-	}
-	return "deregister"
-}
-
 // action is one operation to start. An operation on a path is never started
 // while another on the same path is running.
 type action struct {
