@@ -114,10 +114,10 @@ func (m *Manager) undo(op, driver, handle, dir, mountDir, tgt string, callErr er
 }
 
 func needNames(driver, handle string) error {
-	switch {
-	case driver == "":
-		return errors.New("no driver name")
-	case handle == "":
+	if err := checkPathName("driver name", driver); err != nil {
+		return err
+	}
+	if handle == "" {
 		return errors.New("no volume handle")
 	}
 	return nil
@@ -171,8 +171,11 @@ func (m *Manager) Publish(ctx context.Context, r PublishRequest) (PublishResult,
 	if err := needNames(r.Driver, r.VolumeHandle); err != nil {
 		return fail(err)
 	}
-	if r.Pod.UID == "" || r.VolumeName == "" {
-		return fail(errors.New("no pod UID or volume name"))
+	if err := checkPathName("pod UID", r.Pod.UID); err != nil {
+		return fail(err)
+	}
+	if err := checkPathName("volume name", escapeQualifiedName(r.VolumeName)); err != nil {
+		return fail(err)
 	}
 	uid := types.UID(r.Pod.UID)
 	dir := PublishDir(m.root, uid, r.VolumeName)

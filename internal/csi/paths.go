@@ -69,3 +69,16 @@ func attachmentName(volumeHandle, driver, nodeName string) string {
 	sum := sha256.Sum256([]byte(volumeHandle + driver + nodeName))
 	return fmt.Sprintf("csi-%x", sum)
 }
+
+// checkPathName refuses a name that cannot be one element of a path under
+// the root (empty, ".", "..", or holding a "/" or a NUL), so that no
+// driver, pod or volume name reaches outside its dir.
+func checkPathName(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("no %s", what)
+	case s == "." || s == ".." || strings.ContainsAny(s, "/\x00"):
+		return fmt.Errorf("%s %q cannot be a directory name", what, s)
+	}
+	return nil
+}

@@ -103,6 +103,9 @@ func (m *Manager) Handler() *Handler { return &Handler{m: m} }
 
 // ValidatePlugin takes drivers that speak CSI 1.x, as the kubelet.
 func (h *Handler) ValidatePlugin(name, endpoint string, versions []string) error {
+	if err := checkPathName("CSI driver name", name); err != nil {
+		return fmt.Errorf("CSI driver at %s: %w", endpoint, err)
+	}
 	if _, err := validateVersions(name, versions, h.m.registeredVersion(name)); err != nil {
 		return fmt.Errorf("CSI driver %q at %s: %w", name, endpoint, err)
 	}
@@ -114,6 +117,9 @@ func (h *Handler) ValidatePlugin(name, endpoint string, versions []string) error
 // Nothing is recorded when any of it fails.
 func (h *Handler) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
 	m := h.m
+	if err := h.ValidatePlugin(name, endpoint, versions); err != nil {
+		return err
+	}
 	v, err := validateVersions(name, versions, m.registeredVersion(name))
 	if err != nil {
 		return err

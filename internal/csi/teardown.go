@@ -24,6 +24,12 @@ func (m *Manager) Unpublish(ctx context.Context, podUID types.UID, volumeName st
 	const op = "NodeUnpublishVolume"
 	dir := PublishDir(m.root, podUID, volumeName)
 	tgt := PublishPath(m.root, podUID, volumeName)
+	if err := checkPathName("pod UID", string(podUID)); err != nil {
+		return TearDownResult{}, &OpError{Op: op, Err: err}
+	}
+	if err := checkPathName("volume name", escapeQualifiedName(volumeName)); err != nil {
+		return TearDownResult{}, &OpError{Op: op, Err: err}
+	}
 	t, err := readTarget(m.mounts, dir, publishMountDir)
 	var driver, handle string
 	if t.Data != nil {
@@ -132,7 +138,11 @@ func (m *Manager) Stats(ctx context.Context, podUID types.UID, volumeName string
 	const op = "NodeGetVolumeStats"
 	dir := PublishDir(m.root, podUID, volumeName)
 	tgt := PublishPath(m.root, podUID, volumeName)
-	d, err := readVolData(filepath.Join(dir, volDataFileName))
+	var d VolData
+	err := errors.Join(checkPathName("pod UID", string(podUID)), checkPathName("volume name", escapeQualifiedName(volumeName)))
+	if err == nil {
+		d, err = readVolData(filepath.Join(dir, volDataFileName))
+	}
 	oe := func(err error) (VolumeStats, error) {
 		return VolumeStats{}, &OpError{Op: op, Driver: d.DriverName, Volume: d.VolumeHandle, Target: tgt, Err: err}
 	}
