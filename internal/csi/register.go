@@ -117,12 +117,12 @@ func (h *Handler) ValidatePlugin(name, endpoint string, versions []string) error
 // Nothing is recorded when any of it fails.
 func (h *Handler) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
 	m := h.m
-	if err := h.ValidatePlugin(name, endpoint, versions); err != nil {
-		return err
+	if err := checkPathName("CSI driver name", name); err != nil {
+		return fmt.Errorf("CSI driver at %s: %w", endpoint, err)
 	}
 	v, err := validateVersions(name, versions, m.registeredVersion(name))
 	if err != nil {
-		return err
+		return fmt.Errorf("CSI driver %q at %s: %w", name, endpoint, err)
 	}
 	conn, err := m.dial(endpoint)
 	if err != nil {
