@@ -107,7 +107,7 @@ func (h *Handler) ValidatePlugin(name, endpoint string, versions []string) error
 		return fmt.Errorf("CSI driver at %s: %w", endpoint, err)
 	}
 	if _, err := validateVersions(name, versions, h.m.registeredVersion(name)); err != nil {
-		return fmt.Errorf("CSI driver %q at %s: %w", name, endpoint, err)
+		return fmt.Errorf("%w (endpoint %s)", err, endpoint)
 	}
 	return nil
 }
@@ -122,7 +122,7 @@ func (h *Handler) RegisterPlugin(ctx context.Context, name, endpoint string, ver
 	}
 	v, err := validateVersions(name, versions, m.registeredVersion(name))
 	if err != nil {
-		return fmt.Errorf("CSI driver %q at %s: %w", name, endpoint, err)
+		return fmt.Errorf("%w (endpoint %s)", err, endpoint)
 	}
 	conn, err := m.dial(endpoint)
 	if err != nil {
