@@ -90,3 +90,18 @@ func TestWriteAndReadTarget(t *testing.T) {
 		t.Errorf("removing nothing: %v", err)
 	}
 }
+
+func TestMountTable(t *testing.T) {
+	var mt MountTable
+	if ok, err := mt.IsMountPoint("/"); err != nil || !ok {
+		t.Errorf(`IsMountPoint("/") = %v, %v`, ok, err)
+	}
+	dir := t.TempDir()
+	if ok, err := mt.IsMountPoint(filepath.Join(dir, "sub")); err != nil || ok {
+		t.Errorf("missing path = %v, %v; want false, no error", ok, err)
+	}
+	os.Mkdir(filepath.Join(dir, "sub"), 0o750)
+	if ok, err := mt.IsMountPoint(filepath.Join(dir, "sub")); err != nil || ok {
+		t.Errorf("plain dir = %v, %v", ok, err)
+	}
+}
