@@ -424,3 +424,95 @@ func TestSharedClaimPreparedOnceConcurrently(t *testing.T) {
 	}
 	wantCalls(t, d, []string{"c1"}, nil)
 }
+
+// TestCrashDuringPrepare: the pod's use of a claim is checkpointed before
+// the driver is called, so berth killed during NodePrepareResources comes
+// back knowing the claim (not prepared) and unprepares it when the pod
+// is gone, instead of leaking what the driver may have done.
+func TestCrashDuringPrepare(t *testing.T) {
+	pod := testPod("p1", []v1.PodResourceClaim{named("c", "c1")}, nil)
+	e := newEnv(t, newFakeClaims(testClaim("c1", "u-c1", []string{gpuDriver}, "p1")), 0)
+	d := startDriver(t, shortTempDir(t), "gpu.sock", gpuDriver)
+	register(t, e.plugins, d)
+	d.setModes(modeBlock, modeGood)
+	first := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { first <- e.m.PrepareResources(ctx, pod) }()
+	<-d.called
+	if c := e.checkpointed()["default/c1"]; c.Prepared || !reflect.DeepEqual(c.Pods, []types.UID{"p1"}) {
+		t.Fatalf("checkpoint during the driver call: %+v", c)
+	}
+
+	// A new manager over the same directory, as after kill -9; the old
+	// one's call is left hanging in the driver until the end, then
+	// canceled, which changes nothing it recorded.
+	dir := e.dir
+	after, err := New(Options{Dir: dir, Claims: e.claims, Plugins: e.plugins, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.PodMightNeedToUnprepareResources("p1") {
+		t.Fatal("claim forgotten by the restart")
+	}
+	if _, err := after.ContainerCDIDevices(pod, &v1.Container{Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "c"}}}}); err == nil {
+		t.Error("devices of a claim whose prepare never finished")
+	}
+	if err := after.UnpreparePod(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, d, []string{"c1"}, []string{"c1"})
+	if len(e.checkpointed()) != 0 {
+		t.Errorf("checkpoint after the unprepare: %+v", e.checkpointed())
+	}
+	cancel()
+	if err := <-first; err == nil {
+		t.Error("the canceled prepare succeeded")
+	}
+	if len(e.checkpointed()) != 0 {
+		t.Errorf("the canceled prepare wrote the checkpoint: %+v", e.checkpointed())
+	}
+}
+
+// failingStore fails its Save calls while fail is set.
+type failingStore struct {
+	*fileStore
+	fail bool
+}
+
+func (s *failingStore) Save(st State) error {
+	if s.fail {
+		return errors.New("disk full")
+	}
+	return s.fileStore.Save(st)
+}
+
+// TestCheckpointWriteFails: a prepare whose outcome cannot be
+// checkpointed is an error and is not recorded as prepared; the next call
+// prepares again (drivers must accept that; berth cannot know).
+func TestCheckpointWriteFails(t *testing.T) {
+	pod := withContainers(testPod("p1", []v1.PodResourceClaim{named("c", "c1")}, nil), []string{"c"})
+	e := newEnv(t, newFakeClaims(testClaim("c1", "u-c1", []string{gpuDriver}, "p1")), 0)
+	d := startDriver(t, shortTempDir(t), "gpu.sock", gpuDriver)
+	register(t, e.plugins, d)
+	fs := &failingStore{fileStore: newFileStore(e.dir), fail: true}
+	m, err := newManager(Options{Claims: e.claims, Log: testLog(t)}, e.plugins, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m = m
+	if err := e.prepare(pod); err == nil || !strings.Contains(err.Error(), "checkpoint ResourceClaim state: disk full") {
+		t.Fatalf("error %v", err)
+	}
+	wantCalls(t, d, nil, nil) // the pod's use could not be recorded: no driver call
+	if m.PodMightNeedToUnprepareResources("p1") {
+		t.Error("unrecorded use kept in memory")
+	}
+	fs.fail = false
+	if err := e.prepare(pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.cdi(pod, 0); len(got) != 2 {
+		t.Errorf("devices %q", got)
+	}
+}
