@@ -92,10 +92,12 @@ func (r *rotation) check() {
 	if !rotated(r.last.Load(), curr) {
 		return
 	}
-	r.last.Store(curr)
 	r.log.Info("client certificate rotated: closing the API connections made with the old one",
 		"notAfter", curr.Leaf.NotAfter.UTC().Format(time.RFC3339))
 	r.dialer.CloseAll()
+	// Recorded once the old connections are closed, so that whoever sees
+	// the new certificate as the last one knows they are gone.
+	r.last.Store(curr)
 }
 
 // run checks for a new certificate until ctx ends: every second until the
