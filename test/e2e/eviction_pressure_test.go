@@ -142,6 +142,19 @@ func (n *node) evictPressureTune(cfg *evictPressureConfig, read func() int64, ma
 	return 0
 }
 
+// knownCondition waits for the eviction manager's first pass since berth
+// (re)started to report cond, and returns it: until then /node lists no
+// such condition (Unknown), as the kubelet's node status does.
+func (n *node) knownCondition(cond v1.NodeConditionType) v1.ConditionStatus {
+	n.t.Helper()
+	var c v1.ConditionStatus
+	waitFor(n.t, 60*time.Second, string(cond)+" reported", func() (bool, string) {
+		c = n.nodeCondition(cond)
+		return c != v1.ConditionUnknown, string(c)
+	})
+	return c
+}
+
 // evictPressureWatch waits for the applied pod to be evicted and returns
 // it, with whether the node showed cond as True meanwhile and when it was
 // first seen so.
@@ -275,7 +288,7 @@ func (n *node) evictPressureMemoryHog(cfg *evictPressureConfig, neighbourID, nam
 	// is now, with berth, containerd and the neighbour running.
 	threshold := n.evictPressureTune(cfg, n.evictPressureMemoryAvailable, evictPressureMemMargin, 1<<20,
 		func(v int64) string { return fmt.Sprintf("%dMi", v>>20) })
-	if c := n.nodeCondition(v1.NodeMemoryPressure); c != v1.ConditionFalse {
+	if c := n.knownCondition(v1.NodeMemoryPressure); c != v1.ConditionFalse {
 		t.Fatalf("MemoryPressure is %s before the hog", c)
 	}
 	if out, err := n.apply("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:" + spec); err != nil {
@@ -338,7 +351,7 @@ func TestEvictionPIDPressure(t *testing.T) {
 
 	threshold := n.evictPressureTune(cfg, n.evictPressurePIDAvailable, evictPressurePIDMargin, 1,
 		func(v int64) string { return strconv.FormatInt(v, 10) })
-	if c := n.nodeCondition(v1.NodePIDPressure); c != v1.ConditionFalse {
+	if c := n.knownCondition(v1.NodePIDPressure); c != v1.ConditionFalse {
 		t.Fatalf("PIDPressure is %s before the hog", c)
 	}
 

@@ -100,7 +100,7 @@ spec:
 	}
 	n.waitRunning("keeper", 60*time.Second)
 	n.waitAPIRunning("small", "", 60*time.Second)
-	if c := n.nodeCondition(v1.NodeDiskPressure); c != v1.ConditionFalse {
+	if c := n.knownCondition(v1.NodeDiskPressure); c != v1.ConditionFalse {
 		t.Fatalf("DiskPressure = %s before any filling, want False", c)
 	}
 
