@@ -34,8 +34,14 @@ type Plan struct {
 
 // Patch is one status to post.
 type Patch struct {
-	Pod    *v1.Pod // the API server's pod
+	Pod *v1.Pod // the API server's pod, as the informer has it
+	// Status is what the pod's status should be: Berth merged with the
+	// conditions berth does not own.
 	Status v1.PodStatus
+	// Berth is berth's own status of the pod. The Syncer merges it again
+	// with the pod it reads fresh before posting: the informer's copy may
+	// be older than what the API server has (see Syncer.patch).
+	Berth v1.PodStatus
 }
 
 // Inputs is what a pass decides from.
@@ -113,7 +119,7 @@ func Decide(in Inputs) Plan {
 		if sent, ok := in.Sent[target.UID]; ok && apiequality.Semantic.DeepEqual(sent, next) {
 			continue // posted; the informer has not caught up
 		}
-		p.Patches = append(p.Patches, Patch{Pod: target, Status: next})
+		p.Patches = append(p.Patches, Patch{Pod: target, Status: next, Berth: b.Status})
 	}
 
 	// Final deletion of pods that were deleted and have stopped.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -134,22 +135,41 @@ func (s *Syncer) pass(ctx context.Context) {
 	}
 }
 
+// patch posts pt's status as a patch from the API server's pod read
+// fresh (the kubelet's status manager reads it too before each patch).
+// A patch from the informer's copy loses what that copy has not caught up
+// with: a condition posted a moment ago (PodResizeInProgress) and removed
+// now is in neither the old copy nor the new status, so the patch would
+// not delete it, and the pass after it took the status as sent.
 func (s *Syncer) patch(ctx context.Context, pt Patch) {
-	body, err := statusPatch(pt.Pod.UID, pt.Pod.Status, pt.Status)
-	if err != nil {
-		s.o.Log.Error("building a pod status patch failed", "pod", pt.Pod.Namespace+"/"+pt.Pod.Name, "err", err)
-		return
-	}
+	name := pt.Pod.Namespace + "/" + pt.Pod.Name
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	_, err = s.o.Client.CoreV1().Pods(pt.Pod.Namespace).Patch(ctx, pt.Pod.Name, types.StrategicMergePatchType, body,
-		metav1.PatchOptions{}, "status")
+	pods := s.o.Client.CoreV1().Pods(pt.Pod.Namespace)
+	cur, err := pods.Get(ctx, pt.Pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != pt.Pod.UID) {
+		return // gone, or a namesake: nothing of this pod to post to
+	}
 	if err != nil {
-		s.o.Log.Warn("updating a pod's status failed", "pod", pt.Pod.Namespace+"/"+pt.Pod.Name,
-			"err", explain(err, "patch", "pods/status"))
+		s.o.Log.Warn("reading a pod before updating its status failed", "pod", name, "err", explain(err, "get", "pods"))
 		return
 	}
-	s.sent[pt.Pod.UID] = pt.Status
+	next := Merge(cur.Status, pt.Berth)
+	if apiequality.Semantic.DeepEqual(next, cur.Status) {
+		s.sent[pt.Pod.UID] = next
+		return
+	}
+	body, err := statusPatch(pt.Pod.UID, cur.Status, next)
+	if err != nil {
+		s.o.Log.Error("building a pod status patch failed", "pod", name, "err", err)
+		return
+	}
+	_, err = pods.Patch(ctx, pt.Pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		s.o.Log.Warn("updating a pod's status failed", "pod", name, "err", explain(err, "patch", "pods/status"))
+		return
+	}
+	s.sent[pt.Pod.UID] = next
 }
 
 func (s *Syncer) createMirror(ctx context.Context, m *v1.Pod) {
