@@ -52,6 +52,7 @@ type syncLoop struct {
 	userns  *userns.Manager
 	probes  *prober.Manager
 	devices *devicemanager.Manager
+	claims  *claimsJanitor // nil without DRA
 	// terminal records the evicted pods; housekeeping forgets those whose
 	// pods are gone.
 	terminal *status.TerminalStore
@@ -102,15 +103,18 @@ type loopWorkers interface {
 
 // loopDeps are what the sync loop is built from.
 type loopDeps struct {
-	log         *slog.Logger
-	clk         clock.WithTicker
-	workers     loopWorkers
-	statuses    *status.Manager
-	cgroups     *hierarchy.Hierarchy
-	podDirs     *volume.Manager
-	userns      *userns.Manager
-	probes      *prober.Manager
-	devices     *devicemanager.Manager
+	log      *slog.Logger
+	clk      clock.WithTicker
+	workers  loopWorkers
+	statuses *status.Manager
+	cgroups  *hierarchy.Hierarchy
+	podDirs  *volume.Manager
+	userns   *userns.Manager
+	probes   *prober.Manager
+	devices  *devicemanager.Manager
+	// claims unprepares the ResourceClaims of pods that are gone; nil
+	// without DRA.
+	claims      *claimsJanitor
 	terminal    *status.TerminalStore
 	events      *events.Recorder
 	node        func() *v1.Node
@@ -125,7 +129,7 @@ type loopDeps struct {
 func newSyncLoop(d loopDeps) *syncLoop {
 	return &syncLoop{
 		log: d.log, clk: d.clk, workers: d.workers, statuses: d.statuses, cgroups: d.cgroups,
-		podDirs: d.podDirs, userns: d.userns, probes: d.probes, devices: d.devices, terminal: d.terminal, events: d.events,
+		podDirs: d.podDirs, userns: d.userns, probes: d.probes, devices: d.devices, claims: d.claims, terminal: d.terminal, events: d.events,
 		node: d.node, changed: d.changed, preemptions: d.preemptions, view: d.view,
 		snapshots: d.snapshots, pleg: d.pleg,
 		admitter:  d.admitter,
@@ -198,7 +202,7 @@ func (l *syncLoop) Run(ctx context.Context) {
 			first := !l.sourceReady
 			l.applySnapshot(ctx, snap)
 			if first {
-				l.housekeep()
+				l.housekeep(ctx)
 			}
 		case ev := <-l.pleg:
 			l.applyEvent(ev)
@@ -210,7 +214,7 @@ func (l *syncLoop) Run(ctx context.Context) {
 			l.finishPreemption(job)
 			l.publish()
 		case <-housekeeping.C():
-			l.housekeep()
+			l.housekeep(ctx)
 		}
 	}
 }
@@ -235,7 +239,7 @@ func syncLoopHealth(heartbeat int64, now time.Time, threshold time.Duration) err
 // housekeep frees the devices of pods that are gone or terminal and removes
 // the cgroups and directories of pods that are neither wanted, nor being
 // killed, nor in the runtime any more.
-func (l *syncLoop) housekeep() {
+func (l *syncLoop) housekeep(ctx context.Context) {
 	if !l.sourceReady {
 		return
 	}
@@ -286,6 +290,11 @@ func (l *syncLoop) housekeep() {
 		for _, uid := range l.userns.Housekeep(keep) {
 			l.log.Info("released the user namespace of a pod that is gone", "uid", uid)
 		}
+	}
+	// Not before the API server's pods are known: until then a running
+	// pod may look gone.
+	if l.claims != nil && !l.incomplete {
+		l.claims.collect(ctx, &l.jobs, keep)
 	}
 }
 

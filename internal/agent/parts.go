@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/containergc"
 	"github.com/berth-dev/berth/internal/devicemanager"
+	"github.com/berth-dev/berth/internal/dra"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/eviction"
 	"github.com/berth-dev/berth/internal/images"
@@ -23,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/internal/noderuntime"
 	"github.com/berth-dev/berth/internal/nodestatus"
 	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/pluginmanager"
 	"github.com/berth-dev/berth/internal/podobjects"
 	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/prober"
@@ -75,7 +77,12 @@ type parts struct {
 	relist         *pleg.PLEG
 	plegEvents     chan pleg.Event
 	volumes        *volume.Manager
-	userns         *userns.Manager
+	// plugins registers the drivers of plugins_registry; dra prepares
+	// the pods' ResourceClaims through draDrivers. All nil standalone.
+	plugins    *pluginmanager.Manager
+	dra        *dra.Manager
+	draDrivers *dra.Plugins
+	userns     *userns.Manager
 	// runtimeFeatures are read from the runtime as berth starts;
 	// nodeFeatures are what admission allows, with the node's user
 	// namespace range taken into account.
@@ -99,7 +106,7 @@ type parts struct {
 // the loop, and the network GC's first pass, before any sandbox is made.
 func (p *parts) build(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
-		p.buildState, p.buildDevices, p.buildCollectors, p.buildWorkers, p.buildLoop,
+		p.buildState, p.buildDevices, p.buildPlugins, p.buildCollectors, p.buildWorkers, p.buildLoop,
 	} {
 		if err := step(ctx); err != nil {
 			return err
@@ -127,6 +134,9 @@ func (p *parts) runners() []func(context.Context) {
 	}
 	if c := p.claimed.cluster; c != nil {
 		out = append(out, c.Run)
+	}
+	if p.plugins != nil {
+		out = append(out, p.runPlugins)
 	}
 	return append(out, p.imageGC.Run, p.containerGC.Run, p.evictions.Run, p.servers.Run, p.runLoop)
 }
@@ -227,6 +237,8 @@ func (p *parts) buildCollectors(context.Context) error {
 func (p *parts) buildWorkers(ctx context.Context) error {
 	p.runtimeFeatures = readRuntimeFeatures(ctx, p.rt.CRI.Runtime(), lifecycle.RuntimeInfo{Name: p.rt.Name, Version: p.rt.Version}, p.rt.StateDir())
 	p.userns, p.nodeFeatures = p.buildUserNamespaces(p.runtimeFeatures.admission)
+	p.nodeFeatures.DynamicResources, p.nodeFeatures.DynamicResourcesWhy =
+		lifecycle.DynamicResources(p.dra != nil, p.nodeFeatures.Runtime)
 	deps, err := p.workerDeps()
 	if err != nil {
 		return err
@@ -281,6 +293,9 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 		p.services = podobjects.NewServices(cluster.client)
 		deps.Services = p.services
 	}
+	if p.dra != nil { // a nil *Manager must not become a non-nil interface
+		deps.DynamicResources = p.dra
+	}
 	if p.host.cgroups != nil { // a nil *Hierarchy must not become a non-nil interface
 		deps.Cgroups = p.host.cgroups
 	}
@@ -299,6 +314,10 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 func (p *parts) buildLoop(ctx context.Context) error {
 	cfg, devices, cluster, host := p.cfg, p.devices, p.claimed.cluster, p.host
 	runtimeFeatures := p.runtimeFeatures.node
+	var claims *claimsJanitor
+	if p.dra != nil {
+		claims = &claimsJanitor{dra: p.dra, log: p.log.With("component", "dra")}
+	}
 	var changed func()
 	if cluster != nil {
 		p.buildCluster(ctx)
@@ -310,7 +329,7 @@ func (p *parts) buildLoop(ctx context.Context) error {
 	}
 	p.loop = newSyncLoop(loopDeps{
 		log: p.log, clk: p.clk, workers: p.workers, statuses: p.statuses, cgroups: host.cgroups,
-		podDirs: p.volumes, userns: p.userns, probes: p.probes, devices: devices, terminal: p.terminal, events: p.recorder,
+		podDirs: p.volumes, userns: p.userns, probes: p.probes, devices: devices, claims: claims, terminal: p.terminal, events: p.recorder,
 		node: func() *v1.Node {
 			devCapacity, devAllocatable := admissionDeviceResources(devices.Resources())
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)

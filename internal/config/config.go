@@ -43,9 +43,12 @@ const (
 	DefaultLogLevel         = "info"
 	// DefaultDevicePluginDir and DefaultPodResourcesDir are the kubelet's
 	// paths: device plugins and monitoring agents hard-code them.
-	DefaultDevicePluginDir  = "/var/lib/kubelet/device-plugins"
-	DefaultPodResourcesDir  = "/var/lib/kubelet/pod-resources"
-	DefaultDevicePluginWait = 2 * time.Minute
+	DefaultDevicePluginDir = "/var/lib/kubelet/device-plugins"
+	DefaultPodResourcesDir = "/var/lib/kubelet/pod-resources"
+	// DefaultPluginRegistrationDir is the kubelet's plugins_registry,
+	// where DRA and CSI drivers put their registration sockets.
+	DefaultPluginRegistrationDir = "/var/lib/kubelet/plugins_registry"
+	DefaultDevicePluginWait      = 2 * time.Minute
 
 	// PauseBinaryName is the sandbox program berth looks for next to its own
 	// executable, then in PATH.
@@ -118,6 +121,9 @@ type Config struct {
 	DevicePluginDir string
 	// PodResourcesDir holds the pod-resources API socket.
 	PodResourcesDir string
+	// PluginRegistrationDir is watched for the registration sockets of DRA
+	// drivers (cluster mode).
+	PluginRegistrationDir string
 	// DevicePluginWait is how long a new pod that needs a device waits
 	// (Pending, DevicePluginNotReady) for the resource's plugin to register
 	// before it is rejected.
@@ -188,6 +194,7 @@ const (
 	nameLogFormat                = "logging.format (--" + flagLoggingFormat + ")"
 	nameDevicePluginDir          = "--" + flagDevicePluginDir
 	namePodResourcesDir          = "--" + flagPodResourcesDir
+	namePluginRegistrationDir    = "--" + flagPluginRegistrationDir
 	nameDevicePluginWait         = "--" + flagDevicePluginWait
 	nameAllowedUnsafeSysctls     = "allowedUnsafeSysctls (--" + flagAllowedUnsafeSysctls + ")"
 )
@@ -234,6 +241,7 @@ func (c *Config) validateDirsAndPeriods() []error {
 	absDir(namePodLogsDir, c.PodLogsDir)
 	absDir(nameDevicePluginDir, c.DevicePluginDir)
 	absDir(namePodResourcesDir, c.PodResourcesDir)
+	absDir(namePluginRegistrationDir, c.PluginRegistrationDir)
 	if c.DevicePluginWait < 0 {
 		bad(nameDevicePluginWait, "%s must not be negative", c.DevicePluginWait)
 	}

@@ -24,6 +24,7 @@ func validConfig() Config {
 		LogLevel:                "warn",
 		DevicePluginDir:         "/var/lib/kubelet/device-plugins",
 		PodResourcesDir:         "/var/lib/kubelet/pod-resources",
+		PluginRegistrationDir:   "/var/lib/kubelet/plugins_registry",
 		DevicePluginWait:        time.Minute,
 		Resources:               defaultResources(),
 		Images:                  defaultImages(),

@@ -33,6 +33,7 @@ const (
 	flagPodMaxPids               = "pod-max-pids"
 	flagDevicePluginDir          = "device-plugin-dir"
 	flagPodResourcesDir          = "pod-resources-dir"
+	flagPluginRegistrationDir    = "plugin-registration-dir"
 	flagDevicePluginWait         = "device-plugin-wait"
 	flagImageGCHigh              = "image-gc-high-threshold"
 	flagImageGCLow               = "image-gc-low-threshold"
@@ -87,6 +88,7 @@ func AddFlags(fs *pflag.FlagSet) {
 	fs.Int64(flagPodMaxPids, -1, "pids.max of every pod cgroup; -1 for no limit")
 	fs.String(flagDevicePluginDir, DefaultDevicePluginDir, "directory of the device plugins' registration socket (kubelet.sock), their sockets and the device checkpoint")
 	fs.String(flagPodResourcesDir, DefaultPodResourcesDir, "directory of the pod-resources API socket (kubelet.sock)")
+	fs.String(flagPluginRegistrationDir, DefaultPluginRegistrationDir, "directory watched for the registration sockets of DRA drivers (cluster mode)")
 	fs.Duration(flagDevicePluginWait, DefaultDevicePluginWait, "how long a new pod that needs a device waits for the device plugin to register before it is rejected")
 	fs.Int32(flagImageGCHigh, DefaultImageGCHighThresholdPercent, "image filesystem usage (percent) at which image GC starts; 100 turns the periodic GC off")
 	fs.Int32(flagImageGCLow, DefaultImageGCLowThresholdPercent, "image filesystem usage (percent) image GC frees down to")

@@ -90,6 +90,9 @@ type ContainerOptions struct {
 	// Devices is what the container's device plugins answered to Allocate;
 	// nil when it has no devices.
 	Devices *devicemanager.DeviceRunContainerOptions
+	// ClaimCDIDevices are the CDI device IDs (vendor.com/class=name) the
+	// DRA drivers returned for the claims the container references.
+	ClaimCDIDevices []string
 	// UserNamespace is the pod's user namespace, as on its sandbox
 	// (SandboxOptions.UserNamespace); nil for the node's.
 	UserNamespace *runtimeapi.UserNamespace
@@ -149,6 +152,9 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 		cfg.Envs[i] = &runtimeapi.KeyValue{Key: e.name, Value: []byte(e.value)}
 	}
 	addDeviceOptions(cfg, opts.Devices)
+	for _, name := range opts.ClaimCDIDevices {
+		cfg.CDIDevices = append(cfg.CDIDevices, &runtimeapi.CDIDevice{Name: name})
+	}
 	idmapMounts(cfg.Mounts, sc.NamespaceOptions.UsernsOptions)
 	return cfg, nil
 }

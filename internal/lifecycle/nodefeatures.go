@@ -14,6 +14,25 @@ type NodeFeatures struct {
 	// Runtime is the runtime's name and version, which say whether it
 	// mounts image volumes.
 	Runtime RuntimeInfo
+	// DynamicResources tells whether the node prepares ResourceClaims
+	// (see DynamicResources); DynamicResourcesWhy says why not.
+	DynamicResources    bool
+	DynamicResourcesWhy string
+}
+
+// unsupportedClaims refuses a pod that asks for ResourceClaims on a node
+// that cannot prepare them: started without them, its containers would
+// run without the devices they were allocated.
+func unsupportedClaims(pod *v1.Pod, node NodeFeatures) (Result, bool) {
+	path, ok := claimsField(pod)
+	if !ok || node.DynamicResources {
+		return Result{}, false
+	}
+	why := node.DynamicResourcesWhy
+	if why == "" {
+		why = "dynamic resource allocation is not available on this node"
+	}
+	return Result{Reason: reasonUnsupportedPodField, Message: path + ": " + why}, true
 }
 
 // unsupportedUserNamespace refuses a pod of hostUsers: false on a node

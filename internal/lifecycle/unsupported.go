@@ -31,6 +31,9 @@ func PodFeaturesAdmitHandler(node NodeFeatures) PodAdmitHandler {
 		if r, bad := unsupportedUserNamespace(attrs.Pod.Pod, node); bad {
 			return r
 		}
+		if r, bad := unsupportedClaims(attrs.Pod.Pod, node); bad {
+			return r
+		}
 		return Result{Admit: true}
 	})
 }

@@ -8,14 +8,11 @@ import (
 // unsupportedField finds the first pod field berth's sandbox and container
 // configs would drop or fail on at every start, and says why. Each is
 // refused because honouring it needs something berth does not have
-// (dynamic resource allocation, a runtime that takes a stop signal) or does not implement; fields berth passes to the
+// (a runtime that takes a stop signal) or does not implement; fields berth passes to the
 // runtime, or that the kubelet itself ignores on Linux (windowsOptions,
 // seLinuxChangePolicy without SELinux), are not listed.
 func unsupportedField(pod *v1.Pod) (path, why string, found bool) {
 	spec := field.NewPath("spec")
-	if len(pod.Spec.ResourceClaims) > 0 {
-		return spec.Child("resourceClaims").String(), claimsWhy, true
-	}
 	for _, list := range []struct {
 		name       string
 		containers []v1.Container
@@ -29,13 +26,9 @@ func unsupportedField(pod *v1.Pod) (path, why string, found bool) {
 	return "", "", false
 }
 
-const claimsWhy = "dynamic resource allocation is not supported by berth: no claim would be prepared for the pod"
-
 // unsupportedContainerField is unsupportedField for one container.
 func unsupportedContainerField(c *v1.Container, fldPath *field.Path) (path, why string, found bool) {
 	switch {
-	case len(c.Resources.Claims) > 0:
-		return fldPath.Child("resources", "claims").String(), claimsWhy, true
 	case c.Lifecycle != nil && c.Lifecycle.StopSignal != nil:
 		return fldPath.Child("lifecycle", "stopSignal").String(),
 			"is not supported by berth: the container would be stopped with its image's signal", true

@@ -128,6 +128,11 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return nil, opts, err
 		}
 	}
+	if d.DynamicResources != nil && len(c.Resources.Claims) > 0 {
+		if opts.ClaimCDIDevices, err = d.DynamicResources.ContainerCDIDevices(pod, c); err != nil {
+			return nil, opts, err
+		}
+	}
 	if err := w.prepareFiles(pod, c, &opts); err != nil {
 		return nil, opts, err
 	}

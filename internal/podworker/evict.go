@@ -101,6 +101,11 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError
 	}
+	if err := w.unprepareResources(ctx); err != nil {
+		// The claims stay prepared until the pod is gone (terminate, or
+		// the housekeeping of claims whose pods are gone).
+		log.Warn("unpreparing the evicted pod's dynamic resources failed", "err", err)
+	}
 	// What the pod's containers wrote to its volumes is what eviction means
 	// to free; the kubelet tears down the volumes of terminated pods too.
 	if err := d.Volumes.TearDown(pod.UID); err != nil {

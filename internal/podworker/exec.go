@@ -160,6 +160,9 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 			return retryAfterError, false
 		}
 	}
+	if after, ok := ex.prepareResources(ctx); !ok {
+		return after, false
+	}
 	if err := os.MkdirAll(ex.sbCfg.LogDirectory, 0o755); err != nil {
 		w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: err.Error()}
 		return retryAfterError, false
@@ -187,6 +190,29 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 	ex.sandboxID, ex.st = id, withSandbox(ex.st, sb)
 	w.startup.add(phaseSandbox, d.Clock.Since(began))
 	return 0, true
+}
+
+// prepareResources prepares the pod's ResourceClaims before its sandbox,
+// as the kubelet's SyncPod does: a failure is the kubelet's
+// FailedPrepareDynamicResources event, and the sync is tried again after a
+// back-off that grows with each failure (a driver that hangs or crashes is
+// not called in a tight loop); the claims prepared so far stay prepared.
+func (ex *execution) prepareResources(ctx context.Context) (after time.Duration, ok bool) {
+	w, pod, log := ex.w, ex.pod, ex.log
+	d := w.ws.deps
+	if d.DynamicResources == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return 0, true
+	}
+	err := d.DynamicResources.PrepareResources(ctx, pod)
+	key := string(pod.UID)
+	if err == nil {
+		w.ws.prepareBackOff.Reset(key)
+		return 0, true
+	}
+	w.event(pod, v1.EventTypeWarning, events.FailedPrepareDynamicResources, "Failed to prepare dynamic resources: "+err.Error())
+	log.Warn("preparing the pod's dynamic resources failed", "err", err)
+	w.ws.prepareBackOff.Next(key, d.Clock.Now())
+	return w.ws.prepareBackOff.Get(key), false
 }
 
 // startContainer pulls, creates and starts one container, honouring the

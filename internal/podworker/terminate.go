@@ -119,6 +119,9 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	if err := w.stopPod(ctx, pod, st, nil, log); err != nil {
 		return err
 	}
+	if err := w.unprepareResources(ctx); err != nil {
+		return err
+	}
 	if pod != nil {
 		// The status after the kill (containers terminated, the phase
 		// terminal) is the pod's last word, as the kubelet's
@@ -179,6 +182,23 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 		d.Status.Delete(w.uid)
 	}
 	log.Info("pod removed")
+	return nil
+}
+
+// unprepareResources unprepares the pod's ResourceClaims once its
+// containers have stopped and before its terminal status goes out, as the
+// kubelet's SyncTerminatingPod does: the scheduler may hand the devices to
+// another pod as soon as the claim is released. An error keeps the pod
+// terminating, to be tried again.
+func (w *worker) unprepareResources(ctx context.Context) error {
+	d := w.ws.deps
+	if d.DynamicResources == nil {
+		return nil
+	}
+	w.ws.prepareBackOff.Reset(string(w.uid))
+	if err := d.DynamicResources.UnpreparePod(ctx, w.uid); err != nil {
+		return fmt.Errorf("unprepare dynamic resources: %w", err)
+	}
 	return nil
 }
 

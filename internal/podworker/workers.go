@@ -73,6 +73,20 @@ type PodCgroups interface {
 	RemovePod(uid types.UID) (killed []int, _ error)
 }
 
+// DynamicResources prepares the devices of a pod's ResourceClaims through
+// their DRA drivers (*dra.Manager is one); nil on a node without an API
+// server, where admission refuses such pods.
+type DynamicResources interface {
+	// PrepareResources prepares the pod's claims not yet prepared; the
+	// sandbox waits for it.
+	PrepareResources(ctx context.Context, pod *v1.Pod) error
+	// UnpreparePod unprepares the claims no other pod uses once the pod's
+	// containers are gone.
+	UnpreparePod(ctx context.Context, uid types.UID) error
+	// ContainerCDIDevices are the CDI devices of the claims c references.
+	ContainerCDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error)
+}
+
 // Probes is the probe manager (package prober), seen from a pod worker.
 type Probes interface {
 	AddPod(pod *v1.Pod)
@@ -127,7 +141,9 @@ type Deps struct {
 	Cgroups         PodCgroups
 	Probes          Probes
 	Devices         Devices
-	UserNamespaces  UserNamespaces
+	// DynamicResources is nil on a node that prepares no ResourceClaims.
+	DynamicResources DynamicResources
+	UserNamespaces   UserNamespaces
 	// Terminal keeps evicted pods evicted across restarts; nil keeps them
 	// in memory only.
 	Terminal TerminalStore
@@ -203,11 +219,14 @@ type Workers struct {
 	deps        Deps
 	backOff     *flowcontrol.Backoff
 	pullBackOff *flowcontrol.Backoff
-	pullSlots   slots
-	startSlots  slots
-	httpHooks   *probe.Runner
-	ctx         context.Context
-	cancel      context.CancelFunc
+	// prepareBackOff paces the retries of a pod whose ResourceClaims
+	// could not be prepared.
+	prepareBackOff *flowcontrol.Backoff
+	pullSlots      slots
+	startSlots     slots
+	httpHooks      *probe.Runner
+	ctx            context.Context
+	cancel         context.CancelFunc
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
@@ -222,15 +241,16 @@ func NewWorkers(ctx context.Context, deps Deps) *Workers {
 		deps.Resync = time.Minute
 	}
 	return &Workers{
-		deps:        deps,
-		backOff:     NewBackOff(deps.Clock),
-		pullBackOff: NewBackOff(deps.Clock),
-		pullSlots:   newSlots(deps.ParallelImagePulls),
-		startSlots:  newSlots(deps.ParallelPodStarts),
-		httpHooks:   probe.NewRunner(deps.Runtime, hookUserAgent),
-		ctx:         ctx,
-		cancel:      cancel,
-		workers:     map[types.UID]*worker{},
+		deps:           deps,
+		backOff:        NewBackOff(deps.Clock),
+		pullBackOff:    NewBackOff(deps.Clock),
+		prepareBackOff: flowcontrol.NewFakeBackOffWithJitter(retryAfterError, BackOffMax, deps.Clock, 0),
+		pullSlots:      newSlots(deps.ParallelImagePulls),
+		startSlots:     newSlots(deps.ParallelPodStarts),
+		httpHooks:      probe.NewRunner(deps.Runtime, hookUserAgent),
+		ctx:            ctx,
+		cancel:         cancel,
+		workers:        map[types.UID]*worker{},
 	}
 }
 

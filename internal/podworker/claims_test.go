@@ -1,0 +1,99 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// fakeClaims is a DRA manager that records what the worker asked of it,
+// in order with the runtime's calls it sees through rt.
+type fakeClaims struct {
+	mu         sync.Mutex
+	prepareErr error
+	calls      []string
+	// running counts the pod's running containers at each unprepare.
+	runningAtUnprepare []int
+	e                  *execEnv
+}
+
+func (f *fakeClaims) PrepareResources(_ context.Context, pod *v1.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "prepare "+string(pod.UID))
+	return f.prepareErr
+}
+
+func (f *fakeClaims) UnpreparePod(ctx context.Context, uid types.UID) error {
+	st, err := f.e.rt.PodStatus(ctx, uid)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "unprepare "+string(uid))
+	f.runningAtUnprepare = append(f.runningAtUnprepare, len(st.ActiveContainers()))
+	return nil
+}
+
+func (f *fakeClaims) ContainerCDIDevices(_ *v1.Pod, c *v1.Container) ([]string, error) {
+	return []string{"test-driver.cdi.k8s.io/test=claim-" + c.Resources.Claims[0].Name}, nil
+}
+
+func claimPod() *v1.Pod {
+	pod := execPod("app", "plain")
+	pod.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu"}}
+	pod.Spec.Containers[0].Resources.Claims = []v1.ResourceClaim{{Name: "gpu"}}
+	return pod
+}
+
+// A pod's claims are prepared before its sandbox; a failure there creates
+// nothing, posts the kubelet's FailedPrepareDynamicResources and is tried
+// again after a back-off that grows; once prepared, the container that
+// references the claim gets its CDI devices and the other none; the
+// claims are unprepared once the containers have stopped.
+func TestExecutePreparesClaims(t *testing.T) {
+	e := newExecEnv(t, claimPod())
+	claims := &fakeClaims{e: e, prepareErr: errors.New("driver test-driver.cdi.k8s.io is not registered")}
+	e.w.ws.deps.DynamicResources = claims
+
+	first := e.sync()
+	checkCalls(t, "calls when the claims cannot be prepared", mutations(e.rt), nil)
+	want := "Warning FailedPrepareDynamicResources Failed to prepare dynamic resources: driver test-driver.cdi.k8s.io is not registered"
+	if !slices.Contains(e.events.list(), want) {
+		t.Errorf("events %q lack %q", e.events.list(), want)
+	}
+	e.clk.Step(first)
+	second := e.sync()
+	if first <= 0 || second <= first {
+		t.Errorf("retries after %v then %v, want a back-off that grows", first, second)
+	}
+
+	claims.prepareErr = nil
+	e.clk.Step(second)
+	e.sync()
+	checkCalls(t, "calls once prepared", mutations(e.rt),
+		[]string{"RunPodSandbox u1", "PullImage busybox", "CreateContainer app", "StartContainer", "CreateContainer plain", "StartContainer"})
+	cfg := e.rt.ContainerConfig(e.containerID(t, "app"))
+	if len(cfg.CDIDevices) != 1 || cfg.CDIDevices[0].Name != "test-driver.cdi.k8s.io/test=claim-gpu" {
+		t.Errorf("app's CDI devices %v", cfg.CDIDevices)
+	}
+	if cfg := e.rt.ContainerConfig(e.containerID(t, "plain")); len(cfg.CDIDevices) != 0 {
+		t.Errorf("plain got CDI devices %v", cfg.CDIDevices)
+	}
+
+	if err := e.w.terminate(context.Background(), e.pod, e.w.ws.deps.Log); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(claims.calls, []string{"prepare u1", "prepare u1", "prepare u1", "unprepare u1"}) {
+		t.Errorf("claims calls %q", claims.calls)
+	}
+	if !slices.Equal(claims.runningAtUnprepare, []int{0}) {
+		t.Errorf("running containers at unprepare %v, want none", claims.runningAtUnprepare)
+	}
+}
