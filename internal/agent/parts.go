@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/pluginmanager"
 	"github.com/berth-dev/berth/internal/podobjects"
+	"github.com/berth-dev/berth/internal/podresources"
 	"github.com/berth-dev/berth/internal/podworker"
 	"github.com/berth-dev/berth/internal/prober"
 	"github.com/berth-dev/berth/internal/prober/probe"
@@ -113,8 +114,12 @@ func (p *parts) build(ctx context.Context) error {
 		}
 	}
 	p.rt.CollectNetwork(ctx)
+	var claims podresources.ClaimsProvider
+	if p.dra != nil { // a nil *Manager must not become a non-nil interface
+		claims = p.dra
+	}
 	p.servers = newServers(serversDeps{cfg: p.cfg, claimed: p.claimed, sources: p.sources, api: p.api(),
-		registry: p.claimed.registry, log: p.log})
+		claims: claims, registry: p.claimed.registry, log: p.log})
 	return nil
 }
 

@@ -27,10 +27,12 @@ type servers struct {
 
 // serversDeps are what the servers are built from.
 type serversDeps struct {
-	cfg      *config.Config
-	claimed  *claimed
-	sources  *podSources
-	api      *apiSource
+	cfg     *config.Config
+	claimed *claimed
+	sources *podSources
+	api     *apiSource
+	// claims are the pods' prepared ResourceClaims; nil without DRA.
+	claims   podresources.ClaimsProvider
 	registry prometheus.Gatherer
 	log      *slog.Logger
 }
@@ -49,7 +51,7 @@ func newServers(d serversDeps) *servers {
 	})
 	s.serve = append(s.serve, func(ctx context.Context) {
 		sock := filepath.Join(cfg.PodResourcesDir, podresources.SocketName)
-		srv := podresources.NewServer(activePods{api.statuses}, api.devices)
+		srv := podresources.NewServer(activePods{api.statuses}, api.devices, d.claims)
 		if err := podresources.Serve(ctx, sock, srv, log); err != nil {
 			log.Error("pod-resources API stopped", "socket", sock, "err", err)
 		}

@@ -373,6 +373,14 @@ func (m *Manager) ContainerCDIDevices(pod *v1.Pod, container *v1.Container) ([]s
 	return containerCDIDevices(m.state, pod, container)
 }
 
+// ContainerClaims returns the prepared claims the container references,
+// for the pod-resources API's dynamic_resources.
+func (m *Manager) ContainerClaims(pod *v1.Pod, container *v1.Container) ([]Claim, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return containerClaims(m.state, pod, container)
+}
+
 // PodMightNeedToUnprepareResources says whether a pod still uses a claim
 // here, so that its termination must wait for UnprepareResources.
 func (m *Manager) PodMightNeedToUnprepareResources(podUID types.UID) bool {

@@ -343,3 +343,32 @@ func containerCDIDevices(st State, pod *v1.Pod, container *v1.Container) ([]stri
 	}
 	return out, nil
 }
+
+// containerClaims returns copies of the prepared claims container
+// references, in the order of pod.spec.resourceClaims (the kubelet's
+// GetContainerClaimInfos): a claim not prepared is an error.
+func containerClaims(st State, pod *v1.Pod, container *v1.Container) ([]Claim, error) {
+	refs := map[string]bool{}
+	for _, ref := range container.Resources.Claims {
+		refs[ref.Name] = true
+	}
+	var out []Claim
+	for _, pc := range pod.Spec.ResourceClaims {
+		if !refs[pc.Name] {
+			continue
+		}
+		name, _, err := resolveClaim(pod, pc)
+		if err != nil {
+			return nil, err
+		}
+		if name == nil {
+			continue
+		}
+		c, ok := st[claimKey(pod.Namespace, *name)]
+		if !ok || !c.Prepared {
+			return nil, fmt.Errorf("unable to get information for ResourceClaim %s", *name)
+		}
+		out = append(out, c.clone())
+	}
+	return out, nil
+}

@@ -484,3 +484,24 @@ func TestChooseService(t *testing.T) {
 		}
 	}
 }
+
+// A container's claims come in the order of the pod's resourceClaims,
+// whole (the pod-resources API lists every device of a claim), and a
+// claim not prepared is an error.
+func TestContainerClaims(t *testing.T) {
+	st := stateOf(claimOf("gpus", drvA, true, "p1"), claimOf("gen-nic", drvB, true, "p1"), claimOf("pending", drvA, false, "p1"))
+	pod := testPod("p1", []v1.PodResourceClaim{templated("n", "nic"), named("g", "gpus"), named("p", "pending")},
+		map[string]string{"n": "gen-nic"})
+	ctr := &v1.Container{Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "g"}, {Name: "n", Request: "r"}}}}
+	got, err := containerClaims(st, pod, ctr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "gen-nic" || got[1].Name != "gpus" || len(got[1].Devices) != len(st["default/gpus"].Devices) {
+		t.Errorf("claims %+v", got)
+	}
+	ctr.Resources.Claims = []v1.ResourceClaim{{Name: "p"}}
+	if _, err := containerClaims(st, pod, ctr); errString(err) != "unable to get information for ResourceClaim pending" {
+		t.Errorf("error %v", err)
+	}
+}

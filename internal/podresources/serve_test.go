@@ -109,6 +109,7 @@ func TestServeOverUnixSocket(t *testing.T) {
 			},
 			allocatable: []*podresourcesapi.ContainerDevices{gpu0, gpu1},
 		},
+		nil,
 	)
 	stop := startServe(t, socketPath, srv)
 	client := podresourcesapi.NewPodResourcesListerClient(dial(t, socketPath))
@@ -187,7 +188,7 @@ func TestServeReplacesStaleSocket(t *testing.T) {
 	stale.SetUnlinkOnClose(false)
 	stale.Close()
 
-	stop := startServe(t, socketPath, NewServer(fakePods{}, &fakeDevices{}))
+	stop := startServe(t, socketPath, NewServer(fakePods{}, &fakeDevices{}, nil))
 	if _, err := podresourcesapi.NewPodResourcesListerClient(dial(t, socketPath)).List(callCtx(t), &podresourcesapi.ListPodResourcesRequest{}); err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -204,7 +205,7 @@ func TestServeRefusesNonSocket(t *testing.T) {
 	if err := os.WriteFile(socketPath, []byte("not a socket"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := Serve(context.Background(), socketPath, NewServer(fakePods{}, &fakeDevices{}), slog.New(slog.DiscardHandler))
+	err := Serve(context.Background(), socketPath, NewServer(fakePods{}, &fakeDevices{}, nil), slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), socketPath) || !strings.Contains(err.Error(), "not a socket") {
 		t.Fatalf("Serve = %v, want an error naming %s as not a socket", err, socketPath)
 	}
@@ -230,7 +231,7 @@ func (b *blockingPods) GetPodByName(string, string) (*v1.Pod, bool) { return nil
 func TestServeFinishesCallsInFlight(t *testing.T) {
 	socketPath := filepath.Join(tempDir(t), "kubelet.sock")
 	pods := &blockingPods{entered: make(chan struct{}), release: make(chan struct{})}
-	stop := startServe(t, socketPath, NewServer(pods, &fakeDevices{}))
+	stop := startServe(t, socketPath, NewServer(pods, &fakeDevices{}, nil))
 	conn := dial(t, socketPath)
 	client := podresourcesapi.NewPodResourcesListerClient(conn)
 	ctx := callCtx(t)

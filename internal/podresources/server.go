@@ -1,9 +1,10 @@
 // Package podresources serves the kubelet's pod-resources API
 // (k8s.io/kubelet/pkg/apis/podresources/v1) on the kubelet's unix socket, so
 // monitoring agents (GPU exporters, topology exporters) learn which devices
-// each container holds exactly as they would from a kubelet. berth has no CPU
-// manager, memory manager or DRA, so cpu_ids, memory and dynamic_resources
-// are always empty.
+// each container holds exactly as they would from a kubelet: its device
+// plugins' devices and its ResourceClaims' devices (dynamic_resources).
+// berth has no CPU manager or memory manager, so cpu_ids and memory are
+// always empty.
 package podresources
 
 import (
@@ -13,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/berth-dev/berth/internal/dra"
 )
 
 // DevicesProvider is the device manager seen from this API. The slices it
@@ -34,15 +37,23 @@ type PodsProvider interface {
 	GetPodByName(namespace, name string) (*v1.Pod, bool)
 }
 
+// ClaimsProvider is the DRA manager seen from this API (*dra.Manager is
+// one): the prepared claims a container references.
+type ClaimsProvider interface {
+	ContainerClaims(pod *v1.Pod, c *v1.Container) ([]dra.Claim, error)
+}
+
 type server struct {
 	podresourcesapi.UnimplementedPodResourcesListerServer
 	pods    PodsProvider
 	devices DevicesProvider
+	claims  ClaimsProvider // nil without DRA
 }
 
-// NewServer returns the v1 PodResourcesLister over berth's pods and devices.
-func NewServer(pods PodsProvider, devices DevicesProvider) podresourcesapi.PodResourcesListerServer {
-	return &server{pods: pods, devices: devices}
+// NewServer returns the v1 PodResourcesLister over berth's pods, devices
+// and, where claims is not nil, their ResourceClaims.
+func NewServer(pods PodsProvider, devices DevicesProvider, claims ClaimsProvider) podresourcesapi.PodResourcesListerServer {
+	return &server{pods: pods, devices: devices, claims: claims}
 }
 
 // List returns the resources of every active pod.
@@ -100,19 +111,51 @@ func (s *server) podResources(pod *v1.Pod) *podresourcesapi.PodResources {
 		if !isSidecar(c) {
 			continue
 		}
-		res.Containers = append(res.Containers, s.containerResources(uid, c.Name))
+		res.Containers = append(res.Containers, s.containerResources(pod, uid, c))
 	}
 	for i := range pod.Spec.Containers {
-		res.Containers = append(res.Containers, s.containerResources(uid, pod.Spec.Containers[i].Name))
+		res.Containers = append(res.Containers, s.containerResources(pod, uid, &pod.Spec.Containers[i]))
 	}
 	return res
 }
 
-func (s *server) containerResources(podUID, name string) *podresourcesapi.ContainerResources {
+func (s *server) containerResources(pod *v1.Pod, podUID string, c *v1.Container) *podresourcesapi.ContainerResources {
 	return &podresourcesapi.ContainerResources{
-		Name:    name,
-		Devices: s.devices.GetDevices(podUID, name),
+		Name:             c.Name,
+		Devices:          s.devices.GetDevices(podUID, c.Name),
+		DynamicResources: s.dynamicResources(pod, c),
 	}
+}
+
+// dynamicResources are the container's claims with each device its
+// drivers prepared (the kubelet's GetDynamicResources). A claim that
+// cannot be read is left out with the rest, as the kubelet logs and
+// answers none. Unlike the kubelet, whose list of CDI devices grows from
+// one device to the next of a driver, each device lists its own.
+func (s *server) dynamicResources(pod *v1.Pod, c *v1.Container) []*podresourcesapi.DynamicResource {
+	if s.claims == nil || len(c.Resources.Claims) == 0 {
+		return nil
+	}
+	claims, err := s.claims.ContainerClaims(pod, c)
+	if err != nil {
+		return nil
+	}
+	out := make([]*podresourcesapi.DynamicResource, 0, len(claims))
+	for _, cl := range claims {
+		dr := &podresourcesapi.DynamicResource{ClaimName: cl.Name, ClaimNamespace: cl.Namespace}
+		for _, d := range cl.Devices {
+			cr := &podresourcesapi.ClaimResource{DriverName: d.Driver, PoolName: d.Pool, DeviceName: d.Device}
+			for _, id := range d.CDIDeviceIDs {
+				cr.CdiDevices = append(cr.CdiDevices, &podresourcesapi.CDIDevice{Name: id})
+			}
+			if d.ShareID != "" {
+				cr.ShareId = &d.ShareID
+			}
+			dr.ClaimResources = append(dr.ClaimResources, cr)
+		}
+		out = append(out, dr)
+	}
+	return out
 }
 
 // isSidecar reports whether an init container is a sidecar: one that keeps

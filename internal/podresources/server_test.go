@@ -149,7 +149,7 @@ func TestList(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := NewServer(tt.pods, &fakeDevices{allocated: tt.allocated})
+			srv := NewServer(tt.pods, &fakeDevices{allocated: tt.allocated}, nil)
 			got, err := srv.List(context.Background(), &podresourcesapi.ListPodResourcesRequest{})
 			if err != nil {
 				t.Fatalf("List: %v", err)
@@ -232,7 +232,7 @@ func TestGet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := NewServer(pods, &fakeDevices{allocated: allocated})
+			srv := NewServer(pods, &fakeDevices{allocated: allocated}, nil)
 			got, err := srv.Get(context.Background(), tt.req)
 			if tt.wantCode != codes.OK {
 				st, _ := status.FromError(err)
@@ -269,7 +269,7 @@ func TestGetAllocatableResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := NewServer(fakePods{pod("default", "web", "uid-web")}, &fakeDevices{allocatable: tt.allocatable})
+			srv := NewServer(fakePods{pod("default", "web", "uid-web")}, &fakeDevices{allocatable: tt.allocatable}, nil)
 			got, err := srv.GetAllocatableResources(context.Background(), &podresourcesapi.AllocatableResourcesRequest{})
 			if err != nil {
 				t.Fatalf("GetAllocatableResources: %v", err)
