@@ -12,11 +12,13 @@ import (
 )
 
 // Addons are the paths of the programs that make Services and cluster DNS
-// work in a test cluster, and of metrics-server.
+// work in a test cluster, of metrics-server, and of the upstream DRA test
+// driver (a kubelet plugin, run with StartDRATestDriver).
 type Addons struct {
 	KubeProxy     string
 	CoreDNS       string
 	MetricsServer string
+	DRATestDriver string
 }
 
 // addon is one program built from a Go module of its own under tools/: the
@@ -36,6 +38,8 @@ func addonList() []addon {
 		// Its own main package: CoreDNS with the few plugins the tests use.
 		{"coredns", ".", ""},
 		{"metrics-server", "sigs.k8s.io/metrics-server/cmd/metrics-server", ""},
+		// Stamped like kube-proxy: the driver's client reports the release.
+		{"dra-test-driver", "k8s.io/kubernetes/test/e2e/dra/test-driver", "k8s.io/kubernetes"},
 	}
 }
 
@@ -50,7 +54,8 @@ func executable(p string) error {
 	return nil
 }
 
-// BuildAddons returns kube-proxy, CoreDNS and metrics-server, building each
+// BuildAddons returns kube-proxy, CoreDNS, metrics-server and the DRA test
+// driver, building each
 // first unless it is in its cache: <root>/<name>-<hash of
 // test/cluster/tools/<name>/go.mod and go.sum>/<name>, where root is
 // $BERTH_ADDONS_BIN if set, else <repo>/bin/cluster (beside the control
@@ -80,7 +85,12 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 		}
 		paths[ad.name] = p
 	}
-	return Addons{KubeProxy: paths["kube-proxy"], CoreDNS: paths["coredns"], MetricsServer: paths["metrics-server"]}, nil
+	return Addons{
+		KubeProxy:     paths["kube-proxy"],
+		CoreDNS:       paths["coredns"],
+		MetricsServer: paths["metrics-server"],
+		DRATestDriver: paths["dra-test-driver"],
+	}, nil
 }
 
 // buildAddon returns the cached binary of ad, building it under the cache

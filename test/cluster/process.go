@@ -35,11 +35,17 @@ type process struct {
 
 // startProcess starts bin with args, its output appended to logPath.
 func startProcess(name, logPath, bin string, args ...string) (*process, error) {
+	return startProcessEnv(name, logPath, bin, nil, args...)
+}
+
+// startProcessEnv is startProcess with the environment env (nil: the test's).
+func startProcessEnv(name, logPath, bin string, env []string, args ...string) (*process, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid: true,
