@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/berth-dev/berth/test/cluster"
+)
+
+// cdiSpecDir is where containerd 2 reads CDI specs by default (besides
+// /etc/cdi): the DRA test driver writes its specs there. Each test's driver
+// has a name of its own, which every spec file it writes begins with, so
+// that the test removes only its own.
+const cdiSpecDir = "/var/run/cdi"
+
+// draNode is a cluster node on containerd 2 with the upstream DRA test
+// driver registered with it.
+type draNode struct {
+	cn     *clusterNode
+	driver *cluster.DRADriver
+	class  string
+}
+
+// startDRANode starts berth (containerd 2) as node name of cp with its
+// plugin registration directory in a directory of the test's, the DRA test
+// driver for it under a name of the test's own, and a DeviceClass of that
+// driver's devices.
+func startDRANode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface, name string) *draNode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
+	defer cancel()
+	var buildLog strings.Builder
+	addons, err := cluster.BuildAddons(ctx, &buildLog)
+	if err != nil {
+		t.Fatalf("building the DRA test driver: %v\n%s", err, buildLog.String())
+	}
+	// Short: the registration socket's path must fit a unix socket.
+	dir, err := os.MkdirTemp("/tmp", "berth-dra-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	registry := filepath.Join(dir, "registry")
+	cn := startClusterNodeOn(t, cp, name, containerd2Dir(t), "--plugin-registration-dir", registry)
+	waitNodeReady(t, client, name, true, 90*time.Second)
+
+	driverName := fmt.Sprintf("e2e-%06x.test-driver.cdi.k8s.io", rand.IntN(1<<24))
+	t.Cleanup(func() { removeCDISpecs(t, driverName) })
+	d, err := cp.StartDRATestDriver(ctx, addons.DRATestDriver, cluster.DRADriverOptions{
+		NodeName: name, RegistryDir: registry, PluginsDir: filepath.Join(dir, "plugins"),
+		CDIDir: cdiSpecDir, NumDevices: 2, DriverName: driverName,
+	})
+	if err != nil {
+		t.Fatalf("starting the DRA test driver: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(d.Log()); err == nil {
+				t.Logf("DRA test driver log:\n%s", tail(string(b), 8000))
+			}
+		}
+		d.Stop()
+	})
+	class := "berth-" + strings.SplitN(driverName, ".", 2)[0]
+	if _, err := cp.CreateDeviceClass(ctx, class, driverName); err != nil {
+		t.Fatal(err)
+	}
+	return &draNode{cn: cn, driver: d, class: class}
+}
+
+// removeCDISpecs removes what driver left in cdiSpecDir.
+func removeCDISpecs(t *testing.T, driver string) {
+	left, _ := filepath.Glob(filepath.Join(cdiSpecDir, driver+"-*.json"))
+	for _, f := range left {
+		t.Logf("removing a CDI spec the driver left: %s", f)
+		os.Remove(f)
+	}
+}
+
+// draClaimYAML is a ResourceClaim of one device of class with an opaque
+// config for driver, and a pod that uses it in one container (printing its
+// environment) beside one that does not.
+func draClaimYAML(class, driver string) string {
+	return fmt.Sprintf(`apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu}
+spec:
+  devices:
+    requests:
+    - name: one
+      exactly: {deviceClassName: %[1]s}
+    config:
+    - opaque:
+        driver: %[2]s
+        parameters: {"color": "blue"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: dra}
+spec:
+  terminationGracePeriodSeconds: 1
+  resourceClaims:
+  - {name: gpu, resourceClaimName: gpu}
+  containers:
+  - name: main
+    image: %[3]s
+    command: ["sh", "-c", "env | sort; sleep 3600"]
+    resources: {claims: [{name: gpu}]}
+  - name: plain
+    image: %[3]s
+    command: ["sh", "-c", "env | sort; sleep 3600"]
+`, class, driver, busybox)
+}
+
+// A ResourceClaim of the DRA test driver's class is allocated by
+// kube-scheduler to the berth node; berth has the driver prepare it before
+// the sandbox, the container that references it sees the environment the
+// driver's CDI spec injects (the other container does not), and the
+// pod-resources API lists the device. A berth killed with SIGKILL and
+// started again neither prepares the claim again nor loses it; deleting
+// the pod unprepares it (the driver's CDI spec is gone) and the claim is
+// released.
+func TestDRAClusterTestDriver(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	dn := startDRANode(t, cp, client, "berth-dra")
+	waitFor(t, time.Minute, "the driver's ResourceSlice", func() (bool, string) {
+		slices, err := client.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range slices.Items {
+			if s.Spec.Driver == dn.driver.Name && s.Spec.NodeName != nil && *s.Spec.NodeName == "berth-dra" {
+				return len(s.Spec.Devices) == 2, fmt.Sprintf("%d devices", len(s.Spec.Devices))
+			}
+		}
+		return false, fmt.Sprintf("%d slices, none of the driver's", len(slices.Items))
+	})
+	applyYAML(t, cp, draClaimYAML(dn.class, dn.driver.Name))
+	pod := waitClusterPodRunning(t, client, "dra", 3*time.Minute)
+	if pod.Spec.NodeName != "berth-dra" {
+		t.Fatalf("scheduled to %q", pod.Spec.NodeName)
+	}
+	claim, err := client.ResourceV1().ResourceClaims("default").Get(t.Context(), "gpu", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("claim not allocated: %+v", claim.Status)
+	}
+	device := claim.Status.Allocation.Devices.Results[0].Device
+
+	// The driver's CDI spec sets claim_<claim>_<request>=true and the
+	// claim's parameters, prefixed user_.
+	waitFor(t, time.Minute, "main's environment", func() (bool, string) {
+		out, _, _ := cp.Kubectl(t.Context(), "logs", "dra", "-c", "main")
+		return strings.Contains(out, "claim_gpu_one=true") && strings.Contains(out, "user_color=blue"), out
+	})
+	if out := kubectl(t, cp, "logs", "dra", "-c", "plain"); strings.Contains(out, "claim_gpu_one") || strings.Contains(out, "user_color") {
+		t.Errorf("plain, which references no claim, got the claim's environment:\n%s", out)
+	}
+	wantPodResourcesDevice(t, dn.cn, "dra", "main", dn.driver.Name, device)
+	specs, _ := filepath.Glob(filepath.Join(cdiSpecDir, dn.driver.Name+"-*.json"))
+	if len(specs) != 1 {
+		t.Fatalf("CDI specs of the driver: %v, want one", specs)
+	}
+	prepared := strings.Count(dn.cn.berthLog(), `"msg":"NodePrepareResources"`)
+
+	// kill -9 and a new berth: the pod keeps running, nothing is
+	// prepared again, and the claim is still known.
+	dn.cn.kill9()
+	dn.cn.start()
+	waitFor(t, time.Minute, "the pod running again on the new berth", func() (bool, string) {
+		for _, p := range dn.cn.pods() {
+			if p.UID == pod.UID {
+				return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
+			}
+		}
+		return false, "not shown"
+	})
+	wantPodResourcesDevice(t, dn.cn, "dra", "main", dn.driver.Name, device)
+	if p := waitClusterPodRunning(t, client, "dra", time.Minute); statusOf(p, "main").RestartCount != 0 {
+		t.Errorf("main restarted across berth's restart: %+v", statusOf(p, "main"))
+	}
+	if n := strings.Count(dn.cn.berthLog(), `"msg":"NodePrepareResources"`); n != prepared {
+		t.Errorf("NodePrepareResources called %d times after the restart, %d before", n, prepared)
+	}
+
+	// Deleted: unprepared once its containers stopped, the claim released.
+	kubectl(t, cp, "delete", "pod", "dra", "--wait=true", "--timeout=90s")
+	waitFor(t, time.Minute, "the CDI spec removed by NodeUnprepareResources", func() (bool, string) {
+		left, _ := filepath.Glob(filepath.Join(cdiSpecDir, dn.driver.Name+"-*.json"))
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	if n := strings.Count(dn.cn.berthLog(), `"msg":"NodeUnprepareResources"`); n != 1 {
+		t.Errorf("NodeUnprepareResources called %d times, want once", n)
+	}
+	waitFor(t, time.Minute, "the claim released", func() (bool, string) {
+		c, err := client.ResourceV1().ResourceClaims("default").Get(t.Context(), "gpu", metav1.GetOptions{})
+		if err != nil {
+			return apierrors.IsNotFound(err), err.Error()
+		}
+		return len(c.Status.ReservedFor) == 0, fmt.Sprintf("reserved for %v", c.Status.ReservedFor)
+	})
+}
+
+// waitClusterPodRunning waits for API pod default/name to be Running and
+// ready, and returns it.
+func waitClusterPodRunning(t *testing.T, client kubernetes.Interface, name string, timeout time.Duration) *v1.Pod {
+	t.Helper()
+	var p *v1.Pod
+	waitFor(t, timeout, name+" running", func() (bool, string) {
+		var err error
+		p, err = client.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == v1.PodRunning && podReady(p), describe(p)
+	})
+	return p
+}
+
+// wantPodResourcesDevice checks that the pod-resources API lists the claim
+// device of driver for container of pod.
+func wantPodResourcesDevice(t *testing.T, cn *clusterNode, pod, container, driver, device string) {
+	t.Helper()
+	list := cn.listPodResources().PodResources
+	for _, pr := range list {
+		if pr.Name != pod {
+			continue
+		}
+		for _, c := range pr.Containers {
+			if c.Name != container {
+				continue
+			}
+			for _, dr := range c.DynamicResources {
+				for _, cr := range dr.ClaimResources {
+					if cr.DriverName == driver && cr.DeviceName == device && len(cr.CdiDevices) == 1 {
+						return
+					}
+				}
+			}
+			t.Fatalf("pod-resources: %s/%s lists %v, not device %s of %s", pod, container, c.DynamicResources, device, driver)
+		}
+	}
+	var local []string
+	for _, p := range cn.pods() {
+		local = append(local, p.Namespace+"/"+p.Name+" "+string(p.Status.Phase))
+	}
+	t.Fatalf("pod-resources lists no container %s/%s: %v (berth's pods: %v)", pod, container, list, local)
+}
