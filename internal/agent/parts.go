@@ -83,6 +83,7 @@ type parts struct {
 	plugins    *pluginmanager.Manager
 	dra        *dra.Manager
 	draDrivers *dra.Plugins
+	sliceWiper *dra.SliceWiper
 	userns     *userns.Manager
 	// runtimeFeatures are read from the runtime as berth starts;
 	// nodeFeatures are what admission allows, with the node's user

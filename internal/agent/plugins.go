@@ -50,16 +50,23 @@ func (p *parts) buildPlugins(context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := pm.AddHandler(registerapi.DRAPlugin, drivers); err != nil {
+	// The node's ResourceSlices of drivers not registered go, as the
+	// kubelet deletes them: no pod must be scheduled here for devices no
+	// driver can prepare.
+	wiper := dra.NewSliceWiper(cluster.client, p.cfg.NodeName, p.clk, log)
+	if err := pm.AddHandler(registerapi.DRAPlugin, wiper.Handler(drivers)); err != nil {
 		return err
 	}
-	p.dra, p.plugins, p.draDrivers = m, pm, drivers
+	p.dra, p.plugins, p.draDrivers, p.sliceWiper = m, pm, drivers, wiper
 	return nil
 }
 
 // runPlugins is the plugin manager's Run; the drivers' connections close
 // once it returns.
 func (p *parts) runPlugins(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { p.sliceWiper.Run(ctx) })
 	if err := p.plugins.Run(ctx); err != nil {
 		p.log.Error("the plugin manager stopped; no DRA driver can register", "err", err)
 	}

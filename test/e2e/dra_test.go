@@ -134,18 +134,7 @@ spec:
 func TestDRAClusterTestDriver(t *testing.T) {
 	cp, client, _ := startControlPlane(t)
 	dn := startDRANode(t, cp, client, "berth-dra")
-	waitFor(t, time.Minute, "the driver's ResourceSlice", func() (bool, string) {
-		slices, err := client.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, s := range slices.Items {
-			if s.Spec.Driver == dn.driver.Name && s.Spec.NodeName != nil && *s.Spec.NodeName == "berth-dra" {
-				return len(s.Spec.Devices) == 2, fmt.Sprintf("%d devices", len(s.Spec.Devices))
-			}
-		}
-		return false, fmt.Sprintf("%d slices, none of the driver's", len(slices.Items))
-	})
+	dn.waitSlice(t, client, true)
 	applyYAML(t, cp, draClaimYAML(dn.class, dn.driver.Name))
 	pod := waitClusterPodRunning(t, client, "dra", 3*time.Minute)
 	if pod.Spec.NodeName != "berth-dra" {
@@ -195,6 +184,12 @@ func TestDRAClusterTestDriver(t *testing.T) {
 	if n := strings.Count(dn.cn.berthLog(), `"msg":"NodePrepareResources"`); n != prepared {
 		t.Errorf("NodePrepareResources called %d times after the restart, %d before", n, prepared)
 	}
+	// berth deleted the node's slices as it started (no driver had
+	// registered yet); the driver, registered again, publishes them again.
+	if !strings.Contains(dn.cn.berthLog(), "deleted the node's ResourceSlices of a driver not registered") {
+		t.Error("berth did not delete the node's ResourceSlices as it started")
+	}
+	dn.waitSlice(t, client, true)
 
 	// Deleted: unprepared once its containers stopped, the claim released.
 	kubectl(t, cp, "delete", "pod", "dra", "--wait=true", "--timeout=90s")
@@ -211,6 +206,34 @@ func TestDRAClusterTestDriver(t *testing.T) {
 			return apierrors.IsNotFound(err), err.Error()
 		}
 		return len(c.Status.ReservedFor) == 0, fmt.Sprintf("reserved for %v", c.Status.ReservedFor)
+	})
+
+	// A driver gone for good: its slices go 30 s after its registration.
+	if err := dn.driver.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dn.waitSlice(t, client, false)
+}
+
+// waitSlice waits until the driver's ResourceSlice of the node is there
+// with its 2 devices (present), or gone.
+func (dn *draNode) waitSlice(t *testing.T, client kubernetes.Interface, present bool) {
+	t.Helper()
+	what := "the driver's ResourceSlice"
+	if !present {
+		what += " deleted"
+	}
+	waitFor(t, 90*time.Second, what, func() (bool, string) {
+		slices, err := client.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range slices.Items {
+			if s.Spec.Driver == dn.driver.Name && s.Spec.NodeName != nil && *s.Spec.NodeName == dn.cn.name {
+				return present && len(s.Spec.Devices) == 2, fmt.Sprintf("%d devices", len(s.Spec.Devices))
+			}
+		}
+		return !present, fmt.Sprintf("%d slices, none of the driver's", len(slices.Items))
 	})
 }
 
