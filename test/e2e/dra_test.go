@@ -282,3 +282,84 @@ func wantPodResourcesDevice(t *testing.T, cn *clusterNode, pod, container, drive
 	}
 	t.Fatalf("pod-resources lists no container %s/%s: %v (berth's pods: %v)", pod, container, list, local)
 }
+
+// A pod whose claim the scheduler allocated while its driver is away (it
+// crashed, and its slice has not gone yet) waits: berth posts the
+// kubelet's FailedPrepareDynamicResources event, creates no sandbox, and
+// tries again with a back-off; a pod beside it without claims runs; once
+// the driver is back the pod starts, its claim prepared once.
+func TestDRADriverAwayPodWaits(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	dn := startDRANode(t, cp, client, "berth-dra-away")
+	dn.waitSlice(t, client, true)
+	if err := dn.driver.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the driver deregistered", func() (bool, string) {
+		return strings.Contains(dn.cn.berthLog(), "deregistered DRA driver"), "not yet"
+	})
+	// Within the 30 s its slice outlives it.
+	applyYAML(t, cp, draClaimYAML(dn.class, dn.driver.Name))
+	applyYAML(t, cp, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: beside}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: %s, command: ["sleep", "3600"]}
+`, busybox))
+	waitClusterPodRunning(t, client, "beside", 2*time.Minute)
+	var failed v1.Event
+	waitFor(t, time.Minute, "FailedPrepareDynamicResources", func() (bool, string) {
+		list, err := client.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=dra"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Reason == "FailedPrepareDynamicResources" {
+				failed = e
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(list.Items))
+	})
+	if !strings.Contains(failed.Message, "Failed to prepare dynamic resources") || !strings.Contains(failed.Message, dn.driver.Name) {
+		t.Errorf("event message %q", failed.Message)
+	}
+	p, err := client.CoreV1().Pods("default").Get(t.Context(), "dra", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != v1.PodPending {
+		t.Fatalf("pod %s while its driver is away", p.Status.Phase)
+	}
+	if sbs := dn.cn.sandboxes(string(p.UID)); len(sbs) != 0 {
+		t.Fatalf("%d sandboxes made for a pod whose claims are not prepared", len(sbs))
+	}
+
+	// The driver comes back (its registration socket in the same place).
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	var buildLog strings.Builder
+	addons, err := cluster.BuildAddons(ctx, &buildLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := cp.StartDRATestDriver(ctx, addons.DRATestDriver, cluster.DRADriverOptions{
+		NodeName: dn.cn.name, RegistryDir: filepath.Dir(dn.driver.RegistrationSocket),
+		PluginsDir: filepath.Dir(filepath.Dir(dn.driver.Endpoint)), CDIDir: cdiSpecDir, NumDevices: 2,
+		DriverName: dn.driver.Name,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { back.Stop() })
+	waitClusterPodRunning(t, client, "dra", 3*time.Minute)
+	waitFor(t, time.Minute, "main's environment", func() (bool, string) {
+		out, _, _ := cp.Kubectl(t.Context(), "logs", "dra", "-c", "main")
+		return strings.Contains(out, "claim_gpu_one=true"), out
+	})
+	if n := strings.Count(dn.cn.berthLog(), `"msg":"NodePrepareResources"`); n != 1 {
+		t.Errorf("NodePrepareResources answered %d times, want once", n)
+	}
+}
