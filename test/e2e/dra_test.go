@@ -56,7 +56,13 @@ func startDRANode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Inte
 	waitNodeReady(t, client, name, true, 90*time.Second)
 
 	driverName := fmt.Sprintf("e2e-%06x.test-driver.cdi.k8s.io", rand.IntN(1<<24))
-	t.Cleanup(func() { removeCDISpecs(t, driverName) })
+	_, statErr := os.Stat(cdiSpecDir)
+	t.Cleanup(func() {
+		removeCDISpecs(t, driverName)
+		if os.IsNotExist(statErr) {
+			os.Remove(cdiSpecDir) // made for the test; only if empty
+		}
+	})
 	d, err := cp.StartDRATestDriver(ctx, addons.DRATestDriver, cluster.DRADriverOptions{
 		NodeName: name, RegistryDir: registry, PluginsDir: filepath.Join(dir, "plugins"),
 		CDIDir: cdiSpecDir, NumDevices: 2, DriverName: driverName,
