@@ -292,9 +292,11 @@ func (l *syncLoop) housekeep(ctx context.Context) {
 		}
 	}
 	// Not before the API server's pods are known: until then a running
-	// pod may look gone.
+	// pod may look gone. A pod that finished (Succeeded, Failed) holds its
+	// claims no more, as the kubelet unprepares them once a pod is
+	// terminal: the scheduler may give the devices to another pod.
 	if l.claims != nil && !l.incomplete {
-		l.claims.collect(ctx, &l.jobs, keep)
+		l.claims.collect(ctx, &l.jobs, func(uid types.UID) bool { return keep(uid) && !l.isTerminal(uid) })
 	}
 }
 

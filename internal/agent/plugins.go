@@ -80,9 +80,15 @@ func (p *parts) runPlugins(ctx context.Context) {
 // reconcile loop. It runs in the loop's housekeeping, each pass off the
 // loop's goroutine (a driver call may take its timeout), one at a time.
 type claimsJanitor struct {
-	dra  *dra.Manager
+	dra  preparedClaims
 	log  *slog.Logger
 	busy atomic.Bool
+}
+
+// preparedClaims is the DRA manager seen from the janitor.
+type preparedClaims interface {
+	PodUIDs() []types.UID
+	UnpreparePod(ctx context.Context, uid types.UID) error
 }
 
 // collect starts a pass over the pods that hold claims unless one runs:

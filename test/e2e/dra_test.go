@@ -369,3 +369,41 @@ spec:
 		t.Errorf("NodePrepareResources answered %d times, want once", n)
 	}
 }
+
+// A pod that ran to completion holds its claim no more: berth unprepares
+// it (the driver's CDI spec goes) while the pod object is still there, as
+// the kubelet does once a pod is terminal.
+func TestDRACompletedPodUnprepared(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	dn := startDRANode(t, cp, client, "berth-dra-done")
+	dn.waitSlice(t, client, true)
+	claim := strings.SplitN(draClaimYAML(dn.class, dn.driver.Name), "---\n", 2)[0]
+	applyYAML(t, cp, claim+fmt.Sprintf(`---
+apiVersion: v1
+kind: Pod
+metadata: {name: done}
+spec:
+  restartPolicy: Never
+  resourceClaims:
+  - {name: gpu, resourceClaimName: gpu}
+  containers:
+  - name: main
+    image: %s
+    command: ["sh", "-c", "test \"$claim_gpu_one\" = true"]
+    resources: {claims: [{name: gpu}]}
+`, busybox))
+	waitFor(t, 3*time.Minute, "done Succeeded (it saw its claim's environment)", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(t.Context(), "done", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == v1.PodSucceeded, describe(p)
+	})
+	waitFor(t, 2*time.Minute, "the completed pod's claim unprepared", func() (bool, string) {
+		left, _ := filepath.Glob(filepath.Join(cdiSpecDir, dn.driver.Name+"-*.json"))
+		return len(left) == 0 && strings.Contains(dn.cn.berthLog(), `"msg":"NodeUnprepareResources"`), fmt.Sprint(left)
+	})
+	if _, err := client.CoreV1().Pods("default").Get(t.Context(), "done", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod is gone: %v", err)
+	}
+}
