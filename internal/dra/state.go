@@ -307,10 +307,28 @@ func baseRequest(req string) string {
 	return base
 }
 
+// preparedClaim is the claim that the pod's resourceClaims entry pc
+// names, resolved: nil when the entry needs no claim; notPrepared (with
+// the claim's name) when it is not prepared here.
+func preparedClaim(st State, pod *v1.Pod, pc v1.PodResourceClaim, notPrepared func(name string) error) (*Claim, error) {
+	name, _, err := resolveClaim(pod, pc)
+	if err != nil || name == nil {
+		return nil, err
+	}
+	c, ok := st[claimKey(pod.Namespace, *name)]
+	if !ok || !c.Prepared {
+		return nil, notPrepared(*name)
+	}
+	return &c, nil
+}
+
 // containerCDIDevices returns the CDI device IDs of the claims, and of the
 // requests where one is named, that the container references, in the
 // order of container.resources.claims, each ID once.
 func containerCDIDevices(st State, pod *v1.Pod, container *v1.Container) ([]string, error) {
+	notPrepared := func(name string) error {
+		return fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", name, pod.Namespace)
+	}
 	var out []string
 	seen := map[string]bool{}
 	for _, ref := range container.Resources.Claims {
@@ -318,16 +336,12 @@ func containerCDIDevices(st State, pod *v1.Pod, container *v1.Container) ([]stri
 		if i < 0 {
 			continue
 		}
-		name, _, err := resolveClaim(pod, pod.Spec.ResourceClaims[i])
+		c, err := preparedClaim(st, pod, pod.Spec.ResourceClaims[i], notPrepared)
 		if err != nil {
 			return nil, err
 		}
-		if name == nil {
+		if c == nil {
 			continue
-		}
-		c, ok := st[claimKey(pod.Namespace, *name)]
-		if !ok || !c.Prepared {
-			return nil, fmt.Errorf("internal error: unable to get claim info for ResourceClaim %s in namespace %s", *name, pod.Namespace)
 		}
 		for _, d := range c.Devices {
 			if ref.Request != "" && len(d.RequestNames) > 0 && !slices.Contains(d.RequestNames, baseRequest(ref.Request)) {
@@ -348,27 +362,19 @@ func containerCDIDevices(st State, pod *v1.Pod, container *v1.Container) ([]stri
 // references, in the order of pod.spec.resourceClaims (the kubelet's
 // GetContainerClaimInfos): a claim not prepared is an error.
 func containerClaims(st State, pod *v1.Pod, container *v1.Container) ([]Claim, error) {
-	refs := map[string]bool{}
-	for _, ref := range container.Resources.Claims {
-		refs[ref.Name] = true
-	}
+	notPrepared := func(name string) error { return fmt.Errorf("unable to get information for ResourceClaim %s", name) }
 	var out []Claim
 	for _, pc := range pod.Spec.ResourceClaims {
-		if !refs[pc.Name] {
+		if !slices.ContainsFunc(container.Resources.Claims, func(r v1.ResourceClaim) bool { return r.Name == pc.Name }) {
 			continue
 		}
-		name, _, err := resolveClaim(pod, pc)
+		c, err := preparedClaim(st, pod, pc, notPrepared)
 		if err != nil {
 			return nil, err
 		}
-		if name == nil {
-			continue
+		if c != nil {
+			out = append(out, c.clone())
 		}
-		c, ok := st[claimKey(pod.Namespace, *name)]
-		if !ok || !c.Prepared {
-			return nil, fmt.Errorf("unable to get information for ResourceClaim %s", *name)
-		}
-		out = append(out, c.clone())
 	}
 	return out, nil
 }
