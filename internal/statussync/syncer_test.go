@@ -27,6 +27,18 @@ func hasCondition(s v1.PodStatus, t v1.PodConditionType) bool {
 	return false
 }
 
+// testSyncer is a Syncer of node n1 whose informer holds idx and whose
+// only pod status is berth's.
+func testSyncer(client *fake.Clientset, idx cache.Indexer, berth v1.Pod) *Syncer {
+	return New(Options{
+		Client: client, NodeName: "n1", Pods: corelisters.NewPodLister(idx),
+		Statuses: func() []v1.Pod { return []v1.Pod{berth} },
+		Static:   func() ([]*v1.Pod, bool) { return nil, true },
+		Stopped:  never, Forget: func(uid types.UID) {},
+		Clock: clocktesting.NewFakeClock(time.Now()), Log: slog.New(slog.DiscardHandler),
+	})
+}
+
 // A condition posted a moment ago and removed now goes from the API
 // server even while the informer's copy of the pod has not caught up with
 // the post: the patch is built from the pod read fresh. Built from the
@@ -50,13 +62,7 @@ func TestPassRemovesAConditionTheInformerHasNotSeen(t *testing.T) {
 	berth := *onServer.DeepCopy()
 	berth.Status = v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{condition(v1.PodReady)}}
 
-	s := New(Options{
-		Client: client, NodeName: "n1", Pods: corelisters.NewPodLister(idx),
-		Statuses: func() []v1.Pod { return []v1.Pod{berth} },
-		Static:   func() ([]*v1.Pod, bool) { return nil, true },
-		Stopped:  never, Forget: func(uid types.UID) {},
-		Clock: clocktesting.NewFakeClock(time.Now()), Log: slog.New(slog.DiscardHandler),
-	})
+	s := testSyncer(client, idx, berth)
 	s.pass(t.Context())
 
 	got, err := client.CoreV1().Pods("default").Get(t.Context(), "rz", metav1.GetOptions{})
@@ -90,13 +96,7 @@ func TestPassPostsNothingToANamesake(t *testing.T) {
 		t.Fatal(err)
 	}
 	berth := withStatus(apiPod("rz", "u1"), v1.PodRunning)
-	s := New(Options{
-		Client: client, NodeName: "n1", Pods: corelisters.NewPodLister(idx),
-		Statuses: func() []v1.Pod { return []v1.Pod{berth} },
-		Static:   func() ([]*v1.Pod, bool) { return nil, true },
-		Stopped:  never, Forget: func(uid types.UID) {},
-		Clock: clocktesting.NewFakeClock(time.Now()), Log: slog.New(slog.DiscardHandler),
-	})
+	s := testSyncer(client, idx, berth)
 	s.pass(t.Context())
 	for _, a := range client.Actions() {
 		if a.GetVerb() == "patch" {
