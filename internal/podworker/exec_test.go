@@ -57,9 +57,9 @@ type execVolumes struct {
 func (v *execVolumes) Setup(context.Context, *v1.Pod, volume.SetupOptions) (map[string]string, error) {
 	return map[string]string{}, v.setupErr
 }
-func (v *execVolumes) TearDown(types.UID) error              { v.tornDown = true; return nil }
-func (v *execVolumes) ContainerDir(types.UID, string) string { return v.dir }
-func (v *execVolumes) PrepareSubPath(string, string) error   { return nil }
+func (v *execVolumes) TearDown(context.Context, types.UID) error { v.tornDown = true; return nil }
+func (v *execVolumes) ContainerDir(types.UID, string) string     { return v.dir }
+func (v *execVolumes) PrepareSubPath(string, string) error       { return nil }
 func (v *execVolumes) WriteHostsFile(types.UID, []byte) (string, error) {
 	return v.dir + "/hosts", nil
 }
