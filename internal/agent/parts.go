@@ -229,6 +229,9 @@ func (p *parts) buildCollectors(context.Context) error {
 		return fmt.Errorf("container GC: %w", err)
 	}
 	p.summary = newStatsProvider(cfg, cri, p.statuses, p.host.cgroups, p.clk, log)
+	if p.csiVolumes != nil { // a nil *PodVolumes must not become a non-nil interface
+		p.summary.SetMountedVolumes(p.csiVolumes)
+	}
 	p.evictions, err = newEvictionManager(cfg, p.summary, p.link, p.statuses, p.containerGC, p.imageGC,
 		p.clk, p.recorder, reg, log)
 	if err != nil {

@@ -58,6 +58,10 @@ type PodVolumes struct {
 	// again (a bound claim's volume does not change).
 	mu       sync.Mutex
 	resolved map[types.UID]map[string]resolvedVolume
+	// stats are the pods' last volume stats (VolumeStats), also guarded
+	// by mu; statsJobs are the readings in flight.
+	stats     map[types.UID]*podStats
+	statsJobs sync.WaitGroup
 }
 
 type resolvedVolume struct {
@@ -73,6 +77,7 @@ func NewPodVolumes(opts PodVolumesOptions) (*PodVolumes, error) {
 	p := &PodVolumes{
 		m: opts.Manager, client: opts.Client, nodeName: opts.NodeName, ownership: opts.Ownership,
 		apiTimeout: opts.APITimeout, log: opts.Log, resolved: map[types.UID]map[string]resolvedVolume{},
+		stats: map[types.UID]*podStats{},
 	}
 	if p.apiTimeout <= 0 {
 		p.apiTimeout = defaultAPITimeout
@@ -181,6 +186,7 @@ func (p *PodVolumes) forget(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.resolved, uid)
+	delete(p.stats, uid)
 }
 
 // resolve tells what a pod volume is, from what was remembered or else
