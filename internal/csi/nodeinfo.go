@@ -22,6 +22,12 @@ import (
 // driver's node ID (a JSON object, driver name to node ID).
 const NodeIDAnnotation = "csi.volume.kubernetes.io/nodeid"
 
+// ControllerManagedAttachAnnotation on a Node tells the attach-detach
+// controller to attach the volumes of the node's pods (it makes their
+// VolumeAttachments): the kubelet sets it as it registers the node. berth
+// sets it with its first CSI driver, the first that can need an attach.
+const ControllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+
 // APINodeInfo is the NodeInfoSink of a cluster node, as the kubelet's
 // nodeinfomanager: each registered driver gets an entry in the node's
 // CSINode object (made, owned by the Node, when missing), its node ID in
@@ -92,12 +98,19 @@ func (a *APINodeInfo) installOnNode(ctx context.Context, driver, nodeID string, 
 	if err != nil {
 		return err
 	}
-	if !annChanged && len(labels) == 0 {
+	annotations := map[string]any{}
+	if annChanged {
+		annotations[NodeIDAnnotation] = ann
+	}
+	if node.Annotations[ControllerManagedAttachAnnotation] != "true" {
+		annotations[ControllerManagedAttachAnnotation] = "true"
+	}
+	if len(annotations) == 0 && len(labels) == 0 {
 		return nil
 	}
 	meta := map[string]any{}
-	if annChanged {
-		meta["annotations"] = map[string]any{NodeIDAnnotation: ann}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
 	}
 	if len(labels) > 0 {
 		meta["labels"] = labels

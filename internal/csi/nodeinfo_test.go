@@ -93,7 +93,8 @@ func TestAPINodeInfo(t *testing.T) {
 		t.Errorf("CSINode: %+v", cn)
 	}
 	node, _ := client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
-	if node.Annotations[NodeIDAnnotation] != `{"hostpath.csi.k8s.io":"node-a"}` || node.Labels["topology.hostpath.csi/node"] != testNode ||
+	if node.Annotations[NodeIDAnnotation] != `{"hostpath.csi.k8s.io":"node-a"}` || node.Annotations[ControllerManagedAttachAnnotation] != "true" ||
+		node.Labels["topology.hostpath.csi/node"] != testNode ||
 		node.Labels["kubernetes.io/hostname"] != testNode {
 		t.Errorf("Node: %v %v", node.Annotations, node.Labels)
 	}
