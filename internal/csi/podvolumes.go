@@ -119,9 +119,10 @@ func (p *PodVolumes) SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (st
 			return "", fmt.Errorf("MountVolume.MountDevice failed: %w", err)
 		}
 	}
+	// The caller's event says "MountVolume.SetUp failed" already.
 	res, err := p.publish(ctx, pod, r, publishContext, fsGroup)
 	if err != nil {
-		return "", fmt.Errorf("MountVolume.SetUp failed: %w", err)
+		return "", err
 	}
 	p.remember(pod.UID, vol.Name, r)
 	return res.TargetPath, nil
