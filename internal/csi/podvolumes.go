@@ -142,6 +142,7 @@ func (p *PodVolumes) publish(ctx context.Context, pod *v1.Pod, r resolvedVolume,
 		MountOptions: r.src.MountOptions, VolumeAttributes: r.src.VolumeAttributes,
 		PublishContext: publishContext, Secrets: secrets,
 		PodInfoOnMount: r.policy.PodInfoOnMount, FSGroupPolicy: r.policy.FSGroupPolicy, FSGroup: fsGroup,
+		Republish: r.policy.RequiresRepublish,
 	})
 	if err != nil {
 		return PublishResult{}, err

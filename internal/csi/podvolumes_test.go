@@ -310,3 +310,27 @@ func TestPodVolumesHousekeepAfterRestart(t *testing.T) {
 		t.Error("the kept pod's staging was unmounted")
 	}
 }
+
+func TestPodVolumesRequiresRepublish(t *testing.T) {
+	ctx := context.Background()
+	d := noAttach(storagev1.VolumeLifecycleEphemeral)
+	d.Spec.RequiresRepublish = ptr.To(true)
+	e := newPodEnv(t, d)
+	pod := testPod("a", v1.Volume{Name: "secrets", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: testDriver}}})
+	for range 3 {
+		if _, err := e.pv.SetUp(ctx, pod, &pod.Spec.Volumes[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.d.count("NodePublishVolume"); n != 3 {
+		t.Fatalf("NodePublishVolume called %d times, want each SetUp", n)
+	}
+	// A republish that fails leaves the volume published, its record kept.
+	e.d.fail["NodePublishVolume"] = errors.New("token request failed")
+	if _, err := e.pv.SetUp(ctx, pod, &pod.Spec.Volumes[0]); !errIs(err, "republishing") {
+		t.Fatalf("got %v", err)
+	}
+	if ok, _ := e.mounts.IsMountPoint(PublishPath(e.root, "a", "secrets")); !ok || !exists(PublishDir(e.root, "a", "secrets")) {
+		t.Error("a failed republish unpublished the volume")
+	}
+}

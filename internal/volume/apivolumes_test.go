@@ -425,4 +425,7 @@ func TestNeedsRefresh(t *testing.T) {
 	if !NeedsRefresh(testPod("u", emptyDirVolume("a", "", ""), kubeAPIAccess())) {
 		t.Error("a projected volume needs refreshing")
 	}
+	if !NeedsRefresh(testPod("u", claimVol("data"))) {
+		t.Error("a CSI volume needs refreshing (remount, republish)")
+	}
 }
