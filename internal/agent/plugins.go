@@ -77,6 +77,10 @@ func (p *parts) buildCSI(pm *pluginmanager.Manager) (*csi.PodVolumes, error) {
 	if err := pm.AddHandler(registerapi.CSIPlugin, m.Handler()); err != nil {
 		return nil, err
 	}
+	if shared, err := csi.RootShared(p.cfg.RootDir); err != nil || !shared {
+		log.Warn("the root dir is not on a shared mount: the mounts of CSI drivers that run in containers will not reach the pods "+
+			"(the kubelet makes it rshared; run mount --bind DIR DIR && mount --make-rshared DIR)", "dir", p.cfg.RootDir, "err", err)
+	}
 	return csi.NewPodVolumes(csi.PodVolumesOptions{Manager: m, Client: cluster.client, NodeName: p.cfg.NodeName,
 		Ownership: volume.SetVolumeOwnership, Log: log})
 }
