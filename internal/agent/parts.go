@@ -381,12 +381,18 @@ func (p *parts) buildCluster(ctx context.Context) {
 	devices, evictions, relist, view, workers := p.devices, p.evictions, p.relist, p.view, p.workers
 	info := nodeSystemInfo(rt.Name, rt.Version, cfg.BuildVersion) // fixed while berth runs
 	runtimeFeatures := p.runtimeFeatures.node
+	csiVolumes := p.csiVolumes
 	p.claimed.cluster.build(p.clk, clusterDeps{
 		observe: func() nodestatus.Observed {
 			devCapacity, devAllocatable := devices.Capacity()
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)
+			var inUse []v1.UniqueVolumeName
+			if csiVolumes != nil {
+				inUse = csiVolumes.InUse()
+			}
 			return nodestatus.Observed{
-				Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
+				VolumesInUse: inUse,
+				Capacity:     n.Status.Capacity, Allocatable: n.Status.Allocatable,
 				Pressure: evictions.Conditions(),
 				NotReady: notReady(ctx, rt.CRI.Runtime(), relist, n.Status.Capacity, rt.NetworkProblem),
 				Info:     info,

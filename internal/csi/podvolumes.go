@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -471,4 +473,40 @@ func (k *keyedLocks) lock(key string) (unlock func()) {
 		}
 		k.mu.Unlock()
 	}
+}
+
+// InUse are the unique names of the volumes published or staged on the
+// node, for the Node's status.volumesInUse: the attach-detach controller
+// detaches none of them before berth has unmounted it, as it waits for the
+// kubelet's. Sorted; nil when the disk cannot be read.
+func (p *PodVolumes) InUse() []v1.UniqueVolumeName {
+	r, err := Reconstruct(p.m.root, p.m.mounts)
+	if err != nil {
+		p.log.Warn("listing the CSI volumes in use failed", "err", err)
+		return nil
+	}
+	return inUse(r)
+}
+
+// inUse names the persistent volumes of r as the kubelet does,
+// kubernetes.io/csi/<driver>^<volume handle>; inline volumes are never
+// attached, and are left out.
+func inUse(r Reconstruction) []v1.UniqueVolumeName {
+	set := map[v1.UniqueVolumeName]bool{}
+	for _, s := range r.Staged {
+		set[uniqueName(s.Data.DriverName, s.Data.VolumeHandle)] = true
+	}
+	for _, v := range r.Published {
+		if v.Data.LifecycleMode != storagev1.VolumeLifecycleEphemeral {
+			set[uniqueName(v.Data.DriverName, v.Data.VolumeHandle)] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func uniqueName(driver, handle string) v1.UniqueVolumeName {
+	return v1.UniqueVolumeName(PluginName + "/" + driver + "^" + handle)
 }

@@ -3,6 +3,7 @@ package csi
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -332,5 +333,27 @@ func TestPodVolumesRequiresRepublish(t *testing.T) {
 	}
 	if ok, _ := e.mounts.IsMountPoint(PublishPath(e.root, "a", "secrets")); !ok || !exists(PublishDir(e.root, "a", "secrets")) {
 		t.Error("a failed republish unpublished the volume")
+	}
+}
+
+func TestPodVolumesInUse(t *testing.T) {
+	ctx := context.Background()
+	e := newPodEnv(t, boundClaim("data", "pv1"), csiVolume("pv1", "data", "h1"),
+		noAttach(storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral))
+	if got := e.pv.InUse(); got != nil {
+		t.Fatalf("in use on an empty node: %v", got)
+	}
+	a := testPod("a", claimVolume("v", "data"), v1.Volume{Name: "inline", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: testDriver}}})
+	b := testPod("b", claimVolume("v", "data"))
+	for _, p := range []*v1.Pod{a, b} {
+		for i := range p.Spec.Volumes {
+			if _, err := e.pv.SetUp(ctx, p, &p.Spec.Volumes[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := []v1.UniqueVolumeName{"kubernetes.io/csi/hostpath.csi.k8s.io^h1"}
+	if got := e.pv.InUse(); !slices.Equal(got, want) {
+		t.Fatalf("in use %v, want %v", got, want)
 	}
 }
