@@ -386,19 +386,18 @@ func (p *parts) buildCluster(ctx context.Context) {
 		observe: func() nodestatus.Observed {
 			devCapacity, devAllocatable := devices.Capacity()
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)
-			var inUse []v1.UniqueVolumeName
-			if csiVolumes != nil {
-				inUse = csiVolumes.InUse()
-			}
-			return nodestatus.Observed{
-				VolumesInUse: inUse,
-				Capacity:     n.Status.Capacity, Allocatable: n.Status.Allocatable,
+			obs := nodestatus.Observed{
+				Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
 				Pressure: evictions.Conditions(),
 				NotReady: notReady(ctx, rt.CRI.Runtime(), relist, n.Status.Capacity, rt.NetworkProblem),
 				Info:     info,
 				Images:   nodeImages(ctx, rt.CRI, log),
 				Runtime:  runtimeFeatures,
 			}
+			if csiVolumes != nil {
+				obs.VolumesInUse = csiVolumes.InUse()
+			}
+			return obs
 		},
 		statuses: view.pods, // rejected pods too
 		changed:  p.statuses.Changed(),
