@@ -100,6 +100,11 @@ func (p *PodVolumes) SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (st
 	}
 	unlock := p.locks.lock(r.src.Driver + "\x00" + r.src.VolumeHandle)
 	defer unlock()
+	if !r.policy.RequiresRepublish && p.published(pod.UID, r.src) {
+		// Mounted and recorded: nothing to read from the API (the
+		// attachment, the secrets) on the pod's later syncs.
+		return PublishPath(p.m.root, pod.UID, r.src.VolumeName), nil
+	}
 	var publishContext map[string]string
 	if r.policy.NeedsAttach(r.src) {
 		if publishContext, err = p.attached(ctx, r.src); err != nil {
@@ -128,6 +133,13 @@ func (p *PodVolumes) SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (st
 	}
 	p.remember(pod.UID, vol.Name, r)
 	return res.TargetPath, nil
+}
+
+// published says whether the pod's volume is published: mounted, and
+// recorded as this volume.
+func (p *PodVolumes) published(uid types.UID, s Source) bool {
+	t, err := readTarget(p.m.mounts, PublishDir(p.m.root, uid, s.VolumeName), publishMountDir)
+	return err == nil && t.Mounted && same(t.Data, s.Driver, s.VolumeHandle)
 }
 
 func (p *PodVolumes) publish(ctx context.Context, pod *v1.Pod, r resolvedVolume, publishContext map[string]string, fsGroup *int64) (PublishResult, error) {

@@ -190,6 +190,14 @@ func TestPodVolumesWaitForAttach(t *testing.T) {
 	if _, err := e.pv.SetUp(ctx, pod, &pod.Spec.Volumes[0]); err != nil {
 		t.Fatal(err)
 	}
+	// Published, the volume's later set-ups read nothing from the API.
+	reads := len(e.client.Actions())
+	if _, err := e.pv.SetUp(ctx, pod, &pod.Spec.Volumes[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.client.Actions()); n != reads {
+		t.Errorf("a set-up of a published volume read the API: %v", e.client.Actions()[reads:])
+	}
 	if got := e.d.lastStage().PublishContext["dev"]; got != "/dev/xvdb" {
 		t.Errorf("publish context %v", e.d.lastStage().PublishContext)
 	}
