@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -359,7 +360,7 @@ func (p *PodVolumes) tearDownVolume(ctx context.Context, v PublishedVolume) erro
 	if _, err := p.m.Unpublish(ctx, v.PodUID, v.VolumeName); err != nil {
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q of pod %s: %w", v.VolumeName, v.PodUID, err)
 	}
-	if v.Data.LifecycleMode == storagev1.VolumeLifecycleEphemeral {
+	if v.Data.DriverName == "" || v.Data.LifecycleMode == storagev1.VolumeLifecycleEphemeral {
 		return nil
 	}
 	return p.unstageUnused(ctx, v.Data.DriverName, v.Data.VolumeHandle)
@@ -410,6 +411,13 @@ func (p *PodVolumes) publishedOf(uid types.UID) ([]PublishedVolume, error) {
 	var errs []error
 	for _, n := range names {
 		v, err := readPublished(filepath.Join(base, n), uid, unescapeQualifiedName(n), p.m.mounts)
+		if errors.Is(err, fs.ErrNotExist) {
+			// No record: a set-up that stopped before it wrote one, so
+			// nothing the driver was asked to mount. Unpublish removes
+			// what is left, unless something is mounted there.
+			out = append(out, PublishedVolume{PodUID: uid, VolumeName: unescapeQualifiedName(n)})
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -419,25 +427,47 @@ func (p *PodVolumes) publishedOf(uid types.UID) ([]PublishedVolume, error) {
 	return out, errors.Join(errs...)
 }
 
+// podsWithVolumes lists the pods that have CSI volume dirs, recorded or not.
+func (p *PodVolumes) podsWithVolumes() ([]types.UID, error) {
+	pods, err := subdirs(filepath.Join(p.m.root, "pods"))
+	if err != nil {
+		return nil, fmt.Errorf("listing pods' CSI volumes: %w", err)
+	}
+	var out []types.UID
+	for _, uid := range pods {
+		names, err := subdirs(filepath.Join(p.m.root, "pods", uid, "volumes", escapedPluginName))
+		if err == nil && len(names) > 0 {
+			out = append(out, types.UID(uid))
+		}
+	}
+	return out, nil
+}
+
 // Housekeep tears down the CSI volumes of pods that keep says are gone
 // (berth was killed before their teardown, or it failed), and unstages the
 // staged volumes that no pod publishes, as the kubelet's reconciler does
 // for the volumes it reconstructed. It may call drivers: the caller runs it
 // off its loop.
 func (p *PodVolumes) Housekeep(ctx context.Context, keep func(types.UID) bool) error {
-	r, err := Reconstruct(p.m.root, p.m.mounts)
-	if err != nil {
-		return err
-	}
-	errs := r.Problems
-	done := map[types.UID]bool{}
-	for _, v := range r.Published {
-		if keep(v.PodUID) || done[v.PodUID] {
+	pods, err := p.podsWithVolumes()
+	errs := []error{err}
+	for _, uid := range pods {
+		if keep(uid) {
 			continue
 		}
-		done[v.PodUID] = true
-		if err := p.TearDownPod(ctx, v.PodUID); err != nil {
+		if err := p.TearDownPod(ctx, uid); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	r, err := Reconstruct(p.m.root, p.m.mounts)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, e := range r.Problems {
+		// A dir without a record is a set-up cut short: its pod's
+		// set-up or teardown deals with it.
+		if !errors.Is(e, fs.ErrNotExist) {
+			errs = append(errs, e)
 		}
 	}
 	for _, s := range r.Staged {

@@ -3,6 +3,7 @@ package csi
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -363,5 +364,39 @@ func TestPodVolumesInUse(t *testing.T) {
 	want := []v1.UniqueVolumeName{"kubernetes.io/csi/hostpath.csi.k8s.io^h1"}
 	if got := e.pv.InUse(); !slices.Equal(got, want) {
 		t.Fatalf("in use %v, want %v", got, want)
+	}
+}
+
+// A set-up that stopped before it wrote its record (berth killed) leaves a
+// dir that a teardown, and the housekeeping of a pod that is gone, remove.
+func TestPodVolumesLeftoverWithoutRecord(t *testing.T) {
+	ctx := context.Background()
+	e := newPodEnv(t)
+	for _, uid := range []types.UID{"a", "gone"} {
+		if err := os.MkdirAll(PublishDir(e.root, uid, "pv1"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.pv.TearDownPod(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.pv.Housekeep(ctx, func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []types.UID{"a", "gone"} {
+		if exists(PublishDir(e.root, uid, "pv1")) {
+			t.Errorf("pod %s: the leftover is still there", uid)
+		}
+	}
+	if n := len(e.d.callList()); n != 2 { // NodeGetInfo, NodeGetCapabilities
+		t.Errorf("the driver was called for leftovers: %v", e.d.callList())
+	}
+	// Something mounted there without a record is not berth's to remove.
+	if err := os.MkdirAll(PublishPath(e.root, "b", "pv1"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	e.mounts.set(PublishPath(e.root, "b", "pv1"), true)
+	if err := e.pv.TearDownPod(ctx, "b"); !errIs(err, "cannot tell which driver") {
+		t.Errorf("got %v", err)
 	}
 }
