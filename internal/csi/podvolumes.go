@@ -2,6 +2,7 @@ package csi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -148,13 +150,25 @@ func (p *PodVolumes) publish(ctx context.Context, pod *v1.Pod, r resolvedVolume,
 	if err != nil {
 		return PublishResult{}, err
 	}
+	attrs := r.src.VolumeAttributes
+	if len(r.policy.TokenRequests) > 0 {
+		tokens, err := p.tokens(ctx, pod, r.policy.TokenRequests)
+		if err != nil {
+			return PublishResult{}, err
+		}
+		if r.policy.TokenInSecrets {
+			secrets = withKey(secrets, ctxServiceAccountTokens, tokens)
+		} else {
+			attrs = withKey(attrs, ctxServiceAccountTokens, tokens)
+		}
+	}
 	res, err := p.m.Publish(ctx, PublishRequest{
 		Driver: r.src.Driver, VolumeHandle: r.src.VolumeHandle, VolumeName: r.src.VolumeName,
 		Ephemeral: r.src.Ephemeral,
 		Pod: PodInfo{Name: pod.Name, Namespace: pod.Namespace, UID: string(pod.UID),
 			ServiceAccountName: pod.Spec.ServiceAccountName},
 		ReadOnly: r.src.ReadOnly, AccessModes: r.src.AccessModes, FSType: r.src.FSType,
-		MountOptions: r.src.MountOptions, VolumeAttributes: r.src.VolumeAttributes,
+		MountOptions: r.src.MountOptions, VolumeAttributes: attrs,
 		PublishContext: publishContext, Secrets: secrets,
 		PodInfoOnMount: r.policy.PodInfoOnMount, FSGroupPolicy: r.policy.FSGroupPolicy, FSGroup: fsGroup,
 		Republish: r.policy.RequiresRepublish,
@@ -174,6 +188,47 @@ func (p *PodVolumes) publish(ctx context.Context, pod *v1.Pod, r resolvedVolume,
 		return PublishResult{}, fmt.Errorf("applying fsGroup %d to %s: %w", *fsGroup, res.TargetPath, err)
 	}
 	return res, nil
+}
+
+// ctxServiceAccountTokens is the key of the pod's service account tokens
+// that a CSIDriver's tokenRequests ask for.
+const ctxServiceAccountTokens = "csi.storage.k8s.io/serviceAccount.tokens"
+
+// tokens requests the pod's service account tokens for the CSIDriver's
+// audiences, bound to the pod, as the kubelet's
+// podServiceAccountTokenAttrs: a JSON object of audience to the
+// TokenRequest's status.
+func (p *PodVolumes) tokens(ctx context.Context, pod *v1.Pod, reqs []storagev1.TokenRequest) (string, error) {
+	out := map[string]authenticationv1.TokenRequestStatus{}
+	for _, r := range reqs {
+		auds := []string{}
+		if r.Audience != "" {
+			auds = []string{r.Audience}
+		}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences: auds, ExpirationSeconds: r.ExpirationSeconds,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+		}}
+		cctx, cancel := context.WithTimeout(ctx, p.apiTimeout)
+		got, err := p.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(cctx, pod.Spec.ServiceAccountName, tr, metav1.CreateOptions{})
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("requesting a token of service account %s/%s for audience %q: %w", pod.Namespace, pod.Spec.ServiceAccountName, r.Audience, err)
+		}
+		out[r.Audience] = got.Status
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// withKey is m with k set to v, m left as it is.
+func withKey(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[k] = v
+	return out
 }
 
 func firstMode(modes []v1.PersistentVolumeAccessMode) v1.PersistentVolumeAccessMode {

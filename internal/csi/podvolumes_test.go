@@ -2,6 +2,7 @@ package csi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"slices"
@@ -10,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -398,5 +401,45 @@ func TestPodVolumesLeftoverWithoutRecord(t *testing.T) {
 	e.mounts.set(PublishPath(e.root, "b", "pv1"), true)
 	if err := e.pv.TearDownPod(ctx, "b"); !errIs(err, "cannot tell which driver") {
 		t.Errorf("got %v", err)
+	}
+}
+
+func TestPodVolumesServiceAccountTokens(t *testing.T) {
+	ctx := context.Background()
+	for _, inSecrets := range []bool{false, true} {
+		d := noAttach(storagev1.VolumeLifecycleEphemeral)
+		d.Spec.TokenRequests = []storagev1.TokenRequest{{Audience: "vault"}, {Audience: ""}}
+		d.Spec.ServiceAccountTokenInSecrets = ptr.To(inSecrets)
+		e := newPodEnv(t, d)
+		var asked []*authenticationv1.TokenRequest
+		e.client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest)
+			asked = append(asked, tr)
+			out := tr.DeepCopy()
+			out.Status.Token = "token-for-" + strings.Join(tr.Spec.Audiences, ",")
+			return true, out, nil
+		})
+		pod := testPod("a", v1.Volume{Name: "secrets", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: testDriver}}})
+		if _, err := e.pv.SetUp(ctx, pod, &pod.Spec.Volumes[0]); err != nil {
+			t.Fatal(err)
+		}
+		if len(asked) != 2 || asked[0].Spec.BoundObjectRef.UID != "a" || len(asked[1].Spec.Audiences) != 0 {
+			t.Fatalf("token requests %+v", asked)
+		}
+		p := e.d.lastPublish()
+		where, other := p.VolumeContext, p.Secrets
+		if inSecrets {
+			where, other = p.Secrets, p.VolumeContext
+		}
+		var tokens map[string]authenticationv1.TokenRequestStatus
+		if err := json.Unmarshal([]byte(where[ctxServiceAccountTokens]), &tokens); err != nil {
+			t.Fatalf("inSecrets %v: %v in %v", inSecrets, err, where)
+		}
+		if tokens["vault"].Token != "token-for-vault" || tokens[""].Token != "token-for-" {
+			t.Errorf("tokens %+v", tokens)
+		}
+		if _, ok := other[ctxServiceAccountTokens]; ok {
+			t.Errorf("inSecrets %v: the tokens are in both", inSecrets)
+		}
 	}
 }

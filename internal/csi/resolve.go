@@ -134,6 +134,10 @@ type Policy struct {
 	AttachRequired, PodInfoOnMount, SELinuxMount, RequiresRepublish bool
 	FSGroupPolicy                                                   storagev1.FSGroupPolicy
 	Modes                                                           []storagev1.VolumeLifecycleMode
+	// TokenRequests are the service account tokens to hand the driver at
+	// publish, in the volume context or, TokenInSecrets, in the secrets.
+	TokenRequests  []storagev1.TokenRequest
+	TokenInSecrets bool
 	// Found: there is a CSIDriver object.
 	Found bool
 }
@@ -153,6 +157,8 @@ func PolicyOf(d *storagev1.CSIDriver) Policy {
 		Found:          true,
 	}
 	p.RequiresRepublish = d.Spec.RequiresRepublish != nil && *d.Spec.RequiresRepublish
+	p.TokenRequests = slices.Clone(d.Spec.TokenRequests)
+	p.TokenInSecrets = d.Spec.ServiceAccountTokenInSecrets != nil && *d.Spec.ServiceAccountTokenInSecrets
 	if d.Spec.FSGroupPolicy != nil {
 		p.FSGroupPolicy = *d.Spec.FSGroupPolicy
 	}
