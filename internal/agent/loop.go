@@ -53,6 +53,9 @@ type syncLoop struct {
 	probes  *prober.Manager
 	devices *devicemanager.Manager
 	claims  *claimsJanitor // nil without DRA
+	// csiVolumes tears down the CSI volumes of pods that are gone; nil
+	// standalone.
+	csiVolumes *csiJanitor
 	// terminal records the evicted pods; housekeeping forgets those whose
 	// pods are gone.
 	terminal *status.TerminalStore
@@ -115,6 +118,7 @@ type loopDeps struct {
 	// claims unprepares the ResourceClaims of pods that are gone; nil
 	// without DRA.
 	claims      *claimsJanitor
+	csiVolumes  *csiJanitor
 	terminal    *status.TerminalStore
 	events      *events.Recorder
 	node        func() *v1.Node
@@ -129,7 +133,7 @@ type loopDeps struct {
 func newSyncLoop(d loopDeps) *syncLoop {
 	return &syncLoop{
 		log: d.log, clk: d.clk, workers: d.workers, statuses: d.statuses, cgroups: d.cgroups,
-		podDirs: d.podDirs, userns: d.userns, probes: d.probes, devices: d.devices, claims: d.claims, terminal: d.terminal, events: d.events,
+		podDirs: d.podDirs, userns: d.userns, probes: d.probes, devices: d.devices, claims: d.claims, csiVolumes: d.csiVolumes, terminal: d.terminal, events: d.events,
 		node: d.node, changed: d.changed, preemptions: d.preemptions, view: d.view,
 		snapshots: d.snapshots, pleg: d.pleg,
 		admitter:  d.admitter,
@@ -297,6 +301,9 @@ func (l *syncLoop) housekeep(ctx context.Context) {
 	// terminal: the scheduler may give the devices to another pod.
 	if l.claims != nil && !l.incomplete {
 		l.claims.collect(ctx, &l.jobs, func(uid types.UID) bool { return keep(uid) && !l.isTerminal(uid) })
+	}
+	if l.csiVolumes != nil && !l.incomplete {
+		l.csiVolumes.collect(ctx, &l.jobs, keep)
 	}
 }
 

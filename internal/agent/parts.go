@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/internal/config"
 	"github.com/berth-dev/berth/internal/containergc"
+	"github.com/berth-dev/berth/internal/csi"
 	"github.com/berth-dev/berth/internal/devicemanager"
 	"github.com/berth-dev/berth/internal/dra"
 	"github.com/berth-dev/berth/internal/events"
@@ -84,6 +85,9 @@ type parts struct {
 	dra        *dra.Manager
 	draDrivers *dra.Plugins
 	sliceWiper *dra.SliceWiper
+	// csiVolumes sets up the pods' CSI-backed volumes through the CSI
+	// drivers of plugins_registry; nil standalone.
+	csiVolumes *csi.PodVolumes
 	userns     *userns.Manager
 	// runtimeFeatures are read from the runtime as berth starts;
 	// nodeFeatures are what admission allows, with the node's user
@@ -231,6 +235,9 @@ func (p *parts) buildCollectors(context.Context) error {
 		return fmt.Errorf("container GC: %w", err)
 	}
 	p.summary = newStatsProvider(cfg, cri, p.statuses, p.host.cgroups, p.clk, log)
+	if p.csiVolumes != nil { // a nil *PodVolumes must not become a non-nil interface
+		p.summary.SetMountedVolumes(p.csiVolumes)
+	}
 	p.evictions, err = newEvictionManager(cfg, p.summary, p.link, p.statuses, p.containerGC, p.imageGC,
 		p.clk, p.recorder, reg, log)
 	if err != nil {
@@ -245,6 +252,10 @@ func (p *parts) buildWorkers(ctx context.Context) error {
 	p.userns, p.nodeFeatures = p.buildUserNamespaces(p.runtimeFeatures.admission)
 	p.nodeFeatures.DynamicResources, p.nodeFeatures.DynamicResourcesWhy =
 		lifecycle.DynamicResources(p.dra != nil, p.nodeFeatures.Runtime)
+	p.nodeFeatures.CSIVolumes = p.csiVolumes != nil
+	if !p.nodeFeatures.CSIVolumes {
+		p.nodeFeatures.CSIVolumesWhy = "they need an API server (cluster mode): their claims and drivers live there"
+	}
 	deps, err := p.workerDeps()
 	if err != nil {
 		return err
@@ -272,6 +283,9 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 		return podworker.Deps{}, err
 	}
 	p.volumes = volume.NewManager(cfg.RootDir, volume.NewMounter(), log)
+	if p.csiVolumes != nil { // a nil *PodVolumes must not become a non-nil interface
+		p.volumes.SetCSI(p.csiVolumes)
+	}
 	deps := podworker.Deps{
 		Runtime: p.rt.CRI, Volumes: p.volumes, Status: p.statuses, Clock: p.clk, Log: log,
 		NodeName: cfg.NodeName, HostIP: hostIP(cluster), PodLogsDir: cfg.PodLogsDir,
@@ -324,6 +338,10 @@ func (p *parts) buildLoop(ctx context.Context) error {
 	if p.dra != nil {
 		claims = &claimsJanitor{dra: p.dra, log: p.log.With("component", "dra")}
 	}
+	var csiVolumes *csiJanitor
+	if p.csiVolumes != nil {
+		csiVolumes = &csiJanitor{volumes: p.csiVolumes, log: p.log.With("component", "csi")}
+	}
 	var changed func()
 	if cluster != nil {
 		p.buildCluster(ctx)
@@ -335,7 +353,7 @@ func (p *parts) buildLoop(ctx context.Context) error {
 	}
 	p.loop = newSyncLoop(loopDeps{
 		log: p.log, clk: p.clk, workers: p.workers, statuses: p.statuses, cgroups: host.cgroups,
-		podDirs: p.volumes, userns: p.userns, probes: p.probes, devices: devices, claims: claims, terminal: p.terminal, events: p.recorder,
+		podDirs: p.volumes, userns: p.userns, probes: p.probes, devices: devices, claims: claims, csiVolumes: csiVolumes, terminal: p.terminal, events: p.recorder,
 		node: func() *v1.Node {
 			devCapacity, devAllocatable := admissionDeviceResources(devices.Resources())
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)
@@ -369,11 +387,12 @@ func (p *parts) buildCluster(ctx context.Context) {
 	devices, evictions, relist, view, workers := p.devices, p.evictions, p.relist, p.view, p.workers
 	info := nodeSystemInfo(rt.Name, rt.Version, cfg.BuildVersion) // fixed while berth runs
 	runtimeFeatures := p.runtimeFeatures.node
+	csiVolumes := p.csiVolumes
 	p.claimed.cluster.build(p.clk, clusterDeps{
 		observe: func() nodestatus.Observed {
 			devCapacity, devAllocatable := devices.Capacity()
 			n := nodeObject(cfg.NodeName, host.capacity, host.allocatable, devCapacity, devAllocatable)
-			return nodestatus.Observed{
+			obs := nodestatus.Observed{
 				Capacity: n.Status.Capacity, Allocatable: n.Status.Allocatable,
 				Pressure: evictions.Conditions(),
 				NotReady: notReady(ctx, rt.CRI.Runtime(), relist, n.Status.Capacity, rt.NetworkProblem),
@@ -381,6 +400,10 @@ func (p *parts) buildCluster(ctx context.Context) {
 				Images:   nodeImages(ctx, rt.CRI, log),
 				Runtime:  runtimeFeatures,
 			}
+			if csiVolumes != nil {
+				obs.VolumesInUse = csiVolumes.InUse()
+			}
+			return obs
 		},
 		statuses: view.pods, // rejected pods too
 		changed:  p.statuses.Changed(),

@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	"github.com/berth-dev/berth/internal/csi"
 	"github.com/berth-dev/berth/internal/dra"
 	"github.com/berth-dev/berth/internal/pluginmanager"
+	"github.com/berth-dev/berth/internal/volume"
 )
 
 // draStateDir holds the DRA manager's checkpoint of prepared claims, under
@@ -57,8 +59,34 @@ func (p *parts) buildPlugins(context.Context) error {
 	if err := pm.AddHandler(registerapi.DRAPlugin, wiper.Handler(drivers)); err != nil {
 		return err
 	}
-	p.dra, p.plugins, p.draDrivers, p.sliceWiper = m, pm, drivers, wiper
+	csiVolumes, err := p.buildCSI(pm)
+	if err != nil {
+		return err
+	}
+	p.dra, p.plugins, p.draDrivers, p.sliceWiper, p.csiVolumes = m, pm, drivers, wiper, csiVolumes
 	return nil
+}
+
+// buildCSI builds the CSI side of the node, as the kubelet's CSI volume
+// plugin: the drivers that register with pm (recorded in the node's
+// CSINode object), and the set-up of the pods' CSI-backed volumes under
+// the root dir, the kubelet's paths.
+func (p *parts) buildCSI(pm *pluginmanager.Manager) (*csi.PodVolumes, error) {
+	cluster, log := p.claimed.cluster, p.log.With("component", "csi")
+	m, err := csi.New(csi.Options{Root: p.cfg.RootDir, NodeName: p.cfg.NodeName, Log: log,
+		Sink: &csi.APINodeInfo{Client: cluster.client, NodeName: p.cfg.NodeName}})
+	if err != nil {
+		return nil, fmt.Errorf("CSI: %w", err)
+	}
+	if err := pm.AddHandler(registerapi.CSIPlugin, m.Handler()); err != nil {
+		return nil, err
+	}
+	if shared, err := csi.RootShared(p.cfg.RootDir); err != nil || !shared {
+		log.Warn("the root dir is not on a shared mount: the mounts of CSI drivers that run in containers will not reach the pods "+
+			"(the kubelet makes it rshared; run mount --bind DIR DIR && mount --make-rshared DIR)", "dir", p.cfg.RootDir, "err", err)
+	}
+	return csi.NewPodVolumes(csi.PodVolumesOptions{Manager: m, Client: cluster.client, NodeName: p.cfg.NodeName,
+		Ownership: volume.SetVolumeOwnership, Log: log})
 }
 
 // runPlugins is the plugin manager's Run; the drivers' connections close
@@ -68,7 +96,7 @@ func (p *parts) runPlugins(ctx context.Context) {
 	defer wg.Wait()
 	wg.Go(func() { p.sliceWiper.Run(ctx) })
 	if err := p.plugins.Run(ctx); err != nil {
-		p.log.Error("the plugin manager stopped; no DRA driver can register", "err", err)
+		p.log.Error("the plugin manager stopped; no DRA or CSI driver can register", "err", err)
 	}
 	<-ctx.Done()
 	p.draDrivers.Close()
@@ -115,6 +143,29 @@ func (j *claimsJanitor) collect(ctx context.Context, jobs *sync.WaitGroup, keep 
 				continue
 			}
 			j.log.Info("unprepared the claims of a pod that is gone", "uid", uid)
+		}
+	})
+}
+
+// csiJanitor unpublishes and unstages the CSI volumes of pods that are
+// gone (berth killed before their teardown, or a teardown that failed) and
+// the staged volumes no pod publishes, as the kubelet's volume reconciler
+// does after a restart. It runs in the loop's housekeeping, each pass off
+// the loop's goroutine (a driver call may take its timeout), one at a time.
+type csiJanitor struct {
+	volumes *csi.PodVolumes
+	log     *slog.Logger
+	busy    atomic.Bool
+}
+
+func (j *csiJanitor) collect(ctx context.Context, jobs *sync.WaitGroup, keep func(types.UID) bool) {
+	if !j.busy.CompareAndSwap(false, true) {
+		return
+	}
+	jobs.Go(func() {
+		defer j.busy.Store(false)
+		if err := j.volumes.Housekeep(ctx, keep); err != nil {
+			j.log.Warn("tearing down the CSI volumes of pods that are gone failed; will retry", "err", err)
 		}
 	})
 }

@@ -148,6 +148,10 @@ type PublishRequest struct {
 	FSGroupPolicy       storagev1.FSGroupPolicy
 	FSGroup             *int64
 	SELinuxMountContext string // as in StageRequest
+	// Republish calls NodePublishVolume even when the volume is published
+	// already: the CSIDriver's requiresRepublish, for drivers that renew
+	// what they publish (tokens, secrets) at each call.
+	Republish bool
 }
 
 // PublishResult says what Publish did and what is left to the caller.
@@ -188,7 +192,7 @@ func (m *Manager) Publish(ctx context.Context, r PublishRequest) (PublishResult,
 	if err != nil {
 		return fail(err)
 	}
-	if s == stepNone {
+	if s == stepNone && !r.Republish {
 		return res, nil
 	}
 	e, err := m.lookup(r.Driver)
@@ -196,6 +200,9 @@ func (m *Manager) Publish(ctx context.Context, r PublishRequest) (PublishResult,
 		return fail(err)
 	}
 	req, applyFSGroup := m.publishCall(r, e.info.Capabilities, res.TargetPath)
+	if s == stepNone {
+		return m.republish(ctx, e, req, res)
+	}
 	mode := storagev1.VolumeLifecyclePersistent
 	if r.Ephemeral {
 		mode = storagev1.VolumeLifecycleEphemeral
@@ -215,6 +222,20 @@ func (m *Manager) Publish(ctx context.Context, r PublishRequest) (PublishResult,
 		return PublishResult{}, m.undo(op, r.Driver, r.VolumeHandle, dir, publishMountDir, res.TargetPath, err)
 	}
 	res.Called, res.ApplyFSGroup = true, applyFSGroup
+	return res, nil
+}
+
+// republish calls NodePublishVolume on a volume published already. A
+// failure leaves the volume as it was: published, its record kept.
+func (m *Manager) republish(ctx context.Context, e *entry, req *csipb.NodePublishVolumeRequest, res PublishResult) (PublishResult, error) {
+	cctx, cancel := context.WithTimeout(ctx, m.callTimeout)
+	_, err := e.conn.NodePublishVolume(cctx, req)
+	cancel()
+	if err != nil {
+		return PublishResult{}, &OpError{Op: "NodePublishVolume", Driver: e.info.Name, Volume: req.VolumeId, Target: res.TargetPath,
+			Uncertain: !finalError(err), Err: fmt.Errorf("republishing: %w", err)}
+	}
+	res.Called = true
 	return res, nil
 }
 

@@ -18,6 +18,11 @@ type NodeFeatures struct {
 	// (see DynamicResources); DynamicResourcesWhy says why not.
 	DynamicResources    bool
 	DynamicResourcesWhy string
+	// CSIVolumes tells whether the node sets up persistentVolumeClaim,
+	// ephemeral and csi volumes through CSI drivers (a cluster node);
+	// CSIVolumesWhy says why not.
+	CSIVolumes    bool
+	CSIVolumesWhy string
 }
 
 // unsupportedClaims refuses a pod that asks for ResourceClaims on a node

@@ -25,7 +25,7 @@ const (
 // never admitted by preempting others.
 func PodFeaturesAdmitHandler(node NodeFeatures) PodAdmitHandler {
 	return HandlerFunc(func(attrs *PodAdmitAttributes) Result {
-		if r, bad := unsupported(attrs.Pod.Pod); bad {
+		if r, bad := unsupported(attrs.Pod.Pod, node); bad {
 			return r
 		}
 		if r, bad := unsupportedUserNamespace(attrs.Pod.Pod, node); bad {
@@ -41,15 +41,22 @@ func PodFeaturesAdmitHandler(node NodeFeatures) PodAdmitHandler {
 // unsupported reports why berth cannot run pod at all, or false when it can
 // try. It runs before the kubelet's admission checks, for pods of every
 // source: some of these fields pass berth's manifest validation too.
-func unsupported(pod *v1.Pod) (Result, bool) {
+func unsupported(pod *v1.Pod, node NodeFeatures) (Result, bool) {
 	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
 		return Result{Reason: reasonUnsupportedRuntimeClass, Message: fmt.Sprintf(
 			"runtimeClassName %q: berth runs every pod with the runtime's default handler and supports no runtime classes", *rc)}, true
 	}
 	for _, vol := range pod.Spec.Volumes {
+		if kind, ok := csiVolume(vol.VolumeSource); ok && !node.CSIVolumes {
+			why := node.CSIVolumesWhy
+			if why == "" {
+				why = "this node has no API server to read their claims and drivers from"
+			}
+			return Result{Reason: reasonUnsupportedVolume, Message: fmt.Sprintf("volume %q: %s volumes cannot be set up: %s", vol.Name, kind, why)}, true
+		}
 		if kind, ok := unsupportedVolume(vol.VolumeSource); ok {
 			return Result{Reason: reasonUnsupportedVolume, Message: fmt.Sprintf(
-				"volume %q: %s volumes are not supported by berth (emptyDir, hostPath, configMap, secret, downwardAPI, projected and image are)",
+				"volume %q: %s volumes are not supported by berth (emptyDir, hostPath, configMap, secret, downwardAPI, projected, image, and on a cluster node persistentVolumeClaim, ephemeral and csi are)",
 				vol.Name, kind)}, true
 		}
 	}
@@ -57,6 +64,19 @@ func unsupported(pod *v1.Pod) (Result, bool) {
 		return Result{Reason: reasonUnsupportedPodField, Message: path + ": " + why}, true
 	}
 	return Result{}, false
+}
+
+// csiVolume names the source of a volume that a CSI driver mounts.
+func csiVolume(src v1.VolumeSource) (string, bool) {
+	switch {
+	case src.PersistentVolumeClaim != nil:
+		return "persistentVolumeClaim", true
+	case src.Ephemeral != nil:
+		return "ephemeral", true
+	case src.CSI != nil:
+		return "csi", true
+	}
+	return "", false
 }
 
 // unsupportedVolume names the source of a volume berth cannot set up.
@@ -74,12 +94,9 @@ func unsupportedVolume(src v1.VolumeSource) (string, bool) {
 	case src.Image != nil:
 		// The runtime mounts it, if it can: ImageVolumeAdmitHandler decides.
 		return "", false
-	case src.PersistentVolumeClaim != nil:
-		return "persistentVolumeClaim", true
-	case src.Ephemeral != nil:
-		return "ephemeral", true
-	case src.CSI != nil:
-		return "csi", true
+	case src.PersistentVolumeClaim != nil, src.Ephemeral != nil, src.CSI != nil:
+		// CSI drivers mount them, where the node has CSI: csiVolume.
+		return "", false
 	case src.NFS != nil:
 		return "nfs", true
 	}

@@ -31,8 +31,8 @@ func TestUnsupported(t *testing.T) {
 	}{
 		{"plain", &v1.Pod{}, "", ""},
 		{"token volume", withVolume(v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{}}), "", ""},
-		{"claim", withVolume(v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}),
-			reasonUnsupportedVolume, `volume "data": persistentVolumeClaim volumes are not supported`},
+		{"nfs", withVolume(v1.VolumeSource{NFS: &v1.NFSVolumeSource{}}),
+			reasonUnsupportedVolume, `volume "data": nfs volumes are not supported`},
 		// Whether the runtime can mount it is ImageVolumeAdmitHandler's to say.
 		{"image volume", withVolume(v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "tools:1"}}), "", ""},
 		{"iscsi", withVolume(v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{}}), reasonUnsupportedVolume, "this kind of volumes"},
@@ -57,9 +57,37 @@ func TestUnsupported(t *testing.T) {
 		{"init container field", &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Lifecycle: &v1.Lifecycle{StopSignal: ptr.To(v1.SIGINT)}}}}},
 			reasonUnsupportedPodField, "spec.initContainers[0].lifecycle.stopSignal"},
 	} {
-		r, bad := unsupported(tc.pod)
+		r, bad := unsupported(tc.pod, NodeFeatures{})
 		if bad != (tc.wantReason != "") || r.Reason != tc.wantReason || !strings.Contains(r.Message, tc.wantText) {
 			t.Errorf("%s: %v %+v, want %q containing %q", tc.name, bad, r, tc.wantReason, tc.wantText)
+		}
+	}
+}
+
+func TestCSIVolumesAdmission(t *testing.T) {
+	cluster := NodeFeatures{CSIVolumes: true}
+	standalone := NodeFeatures{CSIVolumesWhy: "berth runs standalone: no API server"}
+	for _, tc := range []struct {
+		name string
+		src  v1.VolumeSource
+		kind string
+	}{
+		{"claim", v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}, "persistentVolumeClaim"},
+		{"generic ephemeral", v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}, "ephemeral"},
+		{"inline csi", v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "d"}}, "csi"},
+	} {
+		pod := &v1.Pod{Spec: v1.PodSpec{Volumes: []v1.Volume{{Name: "data", VolumeSource: tc.src}}}}
+		attrs := &PodAdmitAttributes{Pod: admission.NewPodInfo(pod)}
+		if r := PodFeaturesAdmitHandler(cluster).Admit(attrs); !r.Admit {
+			t.Errorf("%s: refused on a cluster node: %+v", tc.name, r)
+		}
+		r := PodFeaturesAdmitHandler(standalone).Admit(attrs)
+		want := `volume "data": ` + tc.kind + " volumes cannot be set up: berth runs standalone: no API server"
+		if r.Admit || r.Reason != reasonUnsupportedVolume || r.Message != want {
+			t.Errorf("%s: standalone: %+v, want %q", tc.name, r, want)
+		}
+		if r := PodFeaturesAdmitHandler(NodeFeatures{}).Admit(attrs); r.Admit || !strings.Contains(r.Message, "no API server") {
+			t.Errorf("%s: no features: %+v", tc.name, r)
 		}
 	}
 }

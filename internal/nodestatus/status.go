@@ -31,6 +31,9 @@ type Observed struct {
 	Images []v1.ContainerImage
 	// Runtime is what the runtime can do.
 	Runtime RuntimeFeatures
+	// VolumesInUse are the attachable volumes mounted on the node (CSI),
+	// which the attach-detach controller must not detach yet.
+	VolumesInUse []v1.UniqueVolumeName
 }
 
 // Identity is what does not change while berth runs.
@@ -89,8 +92,11 @@ func Status(id Identity, obs Observed, prev v1.NodeStatus, now time.Time) v1.Nod
 		// handlers; the API server drops it the same as nil.
 		RuntimeHandlers: obs.Runtime.Handlers,
 		Features:        obs.Runtime.Features,
-		// Volumes are not reported: berth has no attachable volumes.
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: id.Port}},
+		VolumesInUse:    slices.Clone(obs.VolumesInUse),
+		// The attach-detach controller's, kept as it is: the patch from
+		// prev would otherwise remove it.
+		VolumesAttached: slices.Clone(prev.VolumesAttached),
 	}
 	owned := map[v1.NodeConditionType]v1.NodeCondition{}
 	for _, c := range obs.Pressure {

@@ -132,3 +132,30 @@ func TestStatusPatchCarriesUID(t *testing.T) {
 		}
 	}
 }
+
+// The volumes in use are berth's to report; the volumes attached are the
+// attach-detach controller's, which a status post must not remove.
+func TestStatusVolumes(t *testing.T) {
+	attached := []v1.AttachedVolume{{Name: "kubernetes.io/csi/d^h1", DevicePath: "csi-123"}}
+	prev := Status(testIdentity(), testObserved(""), v1.NodeStatus{}, t0)
+	prev.VolumesAttached = attached
+	obs := testObserved("")
+	obs.VolumesInUse = []v1.UniqueVolumeName{"kubernetes.io/csi/d^h1"}
+	next := Status(testIdentity(), obs, prev, t1)
+	if len(next.VolumesAttached) != 1 || next.VolumesAttached[0] != attached[0] {
+		t.Errorf("volumes attached %v, want the controller's %v", next.VolumesAttached, attached)
+	}
+	if len(next.VolumesInUse) != 1 || next.VolumesInUse[0] != obs.VolumesInUse[0] {
+		t.Errorf("volumes in use %v", next.VolumesInUse)
+	}
+	if !Changed(prev, next) {
+		t.Error("a volume in use is no change")
+	}
+	patch, err := statusPatch("uid-1", prev, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(patch), "volumesAttached") || !strings.Contains(string(patch), `"volumesInUse":["kubernetes.io/csi/d^h1"]`) {
+		t.Errorf("patch %s", patch)
+	}
+}

@@ -108,7 +108,7 @@ func (w *worker) evict(ctx context.Context, pod *v1.Pod, ev *eviction, log *slog
 	}
 	// What the pod's containers wrote to its volumes is what eviction means
 	// to free; the kubelet tears down the volumes of terminated pods too.
-	if err := d.Volumes.TearDown(pod.UID); err != nil {
+	if err := d.Volumes.TearDown(ctx, pod.UID); err != nil {
 		log.Warn("tearing down the volumes of the evicted pod failed", "err", err)
 	}
 	if d.UserNamespaces != nil { // stopped for good, as the kubelet releases a terminated pod's

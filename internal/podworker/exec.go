@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
@@ -129,6 +130,10 @@ func (ex *execution) startStep(ctx context.Context, s Step) {
 	}
 }
 
+// volumeBackOffKey is the key of a pod's volume set-up in the back-off it
+// shares with the preparation of its ResourceClaims.
+func volumeBackOffKey(uid types.UID) string { return "volumes/" + string(uid) }
+
 // networkNotReadyMsg is the kubelet's NetworkNotReadyErrorMsg.
 const networkNotReadyMsg = "network is not ready"
 
@@ -151,8 +156,14 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 		w.syncError = &status.Waiting{Reason: reasonVolumeFailed, Message: err.Error()}
 		w.event(pod, v1.EventTypeWarning, reasonVolumeFailed, "MountVolume.SetUp failed: "+err.Error())
 		log.Warn("setting up volumes failed", "err", err)
-		return retryAfterError, false
+		// A volume that waits (a claim not bound, an attach, a driver that
+		// fails) is retried with a growing back-off, as the kubelet's
+		// operation executor backs off each failed mount.
+		key := volumeBackOffKey(pod.UID)
+		w.ws.prepareBackOff.Next(key, d.Clock.Now())
+		return w.ws.prepareBackOff.Get(key), false
 	}
+	w.ws.prepareBackOff.Reset(volumeBackOffKey(pod.UID))
 	if d.Cgroups != nil {
 		if _, err := d.Cgroups.EnsurePod(pod); err != nil {
 			w.syncError = &status.Waiting{Reason: reasonPodCgroupFailed, Message: err.Error()}

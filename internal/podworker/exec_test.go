@@ -57,9 +57,9 @@ type execVolumes struct {
 func (v *execVolumes) Setup(context.Context, *v1.Pod, volume.SetupOptions) (map[string]string, error) {
 	return map[string]string{}, v.setupErr
 }
-func (v *execVolumes) TearDown(types.UID) error              { v.tornDown = true; return nil }
-func (v *execVolumes) ContainerDir(types.UID, string) string { return v.dir }
-func (v *execVolumes) PrepareSubPath(string, string) error   { return nil }
+func (v *execVolumes) TearDown(context.Context, types.UID) error { v.tornDown = true; return nil }
+func (v *execVolumes) ContainerDir(types.UID, string) string     { return v.dir }
+func (v *execVolumes) PrepareSubPath(string, string) error       { return nil }
 func (v *execVolumes) WriteHostsFile(types.UID, []byte) (string, error) {
 	return v.dir + "/hosts", nil
 }
@@ -437,4 +437,30 @@ func TestExecuteWaitsForTheNetwork(t *testing.T) {
 	e.w.ws.deps.NetworkNotReady = func(context.Context) error { return notReady }
 	e.sync()
 	checkCalls(t, "calls of a host-network pod", mutations(e.rt), []string{"RunPodSandbox u1", "PullImage busybox", "CreateContainer app", "StartContainer"})
+}
+
+// A volume that cannot be set up (a claim not bound, a volume not attached,
+// a driver that fails) is retried with a growing back-off, reset once it is
+// set up; other pods have their own.
+func TestExecuteVolumeFailureBacksOff(t *testing.T) {
+	e := newExecEnv(t, execPod("app"))
+	e.vols.setupErr = errors.New("error processing PVC default/data: PVC is not bound")
+	var waits []time.Duration
+	for range 3 {
+		waits = append(waits, e.sync())
+	}
+	if waits[0] != retryAfterError || waits[1] <= waits[0] || waits[2] <= waits[1] {
+		t.Fatalf("retries after %v, want a growing back-off from %v", waits, retryAfterError)
+	}
+	if want := "Warning FailedMount MountVolume.SetUp failed: error processing PVC default/data: PVC is not bound"; !slices.Contains(e.events.list(), want) {
+		t.Errorf("events %q lack %q", e.events.list(), want)
+	}
+	if e.status(t).Phase != v1.PodPending {
+		t.Errorf("phase %s, want Pending", e.status(t).Phase)
+	}
+	e.vols.setupErr = nil
+	e.sync()
+	if e.w.ws.prepareBackOff.Get(volumeBackOffKey(e.pod.UID)) != 0 {
+		t.Error("the back-off stays after the volumes are set up")
+	}
 }

@@ -145,7 +145,7 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := d.Volumes.TearDown(w.uid); err != nil {
+	if err := d.Volumes.TearDown(ctx, w.uid); err != nil {
 		return fmt.Errorf("tear down volumes: %w", err)
 	}
 	if d.UserNamespaces != nil { // its sandboxes are gone: the IDs are free
@@ -192,10 +192,11 @@ func (w *worker) terminate(ctx context.Context, pod *v1.Pod, log *slog.Logger) e
 // terminating, to be tried again.
 func (w *worker) unprepareResources(ctx context.Context) error {
 	d := w.ws.deps
+	w.ws.prepareBackOff.Reset(string(w.uid))
+	w.ws.prepareBackOff.Reset(volumeBackOffKey(w.uid))
 	if d.DynamicResources == nil {
 		return nil
 	}
-	w.ws.prepareBackOff.Reset(string(w.uid))
 	if err := d.DynamicResources.UnpreparePod(ctx, w.uid); err != nil {
 		return fmt.Errorf("unprepare dynamic resources: %w", err)
 	}

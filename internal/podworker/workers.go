@@ -50,7 +50,7 @@ type AuthPuller interface {
 // Volumes prepares and removes a pod's volumes on the host.
 type Volumes interface {
 	Setup(ctx context.Context, pod *v1.Pod, opts volume.SetupOptions) (map[string]string, error)
-	TearDown(uid types.UID) error
+	TearDown(ctx context.Context, uid types.UID) error
 	ContainerDir(uid types.UID, name string) string
 	PrepareSubPath(volumePath, subPath string) error
 	WriteHostsFile(uid types.UID, content []byte) (string, error)

@@ -263,8 +263,9 @@ func (p *Provider) containerFs(ctx context.Context, now metav1.Time, out *statsa
 }
 
 // volumeStats measures the pod's emptyDir volumes, on disk or in memory,
-// as the kubelet's du-based volume metrics do; hostPath volumes are the
-// node's, not the pod's, and are not measured.
+// as the kubelet's du-based volume metrics do, and asks the drivers of its
+// CSI volumes for theirs; hostPath volumes are the node's, not the pod's,
+// and are not measured.
 func (p *Provider) volumeStats(ctx context.Context, now metav1.Time, pod *v1.Pod) []statsapi.VolumeStats {
 	var out []statsapi.VolumeStats
 	for _, vol := range pod.Spec.Volumes {
@@ -287,6 +288,9 @@ func (p *Provider) volumeStats(ctx context.Context, now metav1.Time, pod *v1.Pod
 			size = &f
 		}
 		out = append(out, statsapi.VolumeStats{Name: vol.Name, FsStats: *usageOn(size, u, now)})
+	}
+	if p.opts.MountedVolumes != nil {
+		out = append(out, p.opts.MountedVolumes.VolumeStats(ctx, pod, now)...)
 	}
 	return out
 }

@@ -45,6 +45,9 @@ type Options struct {
 	// (kubepods), reported as the "pods" system container, whose available
 	// memory the allocatable memory eviction signal reads; "" leaves it out.
 	PodsCgroup string
+	// MountedVolumes measures the pod's volumes that drivers mount (CSI,
+	// through NodeGetVolumeStats); nil: none.
+	MountedVolumes MountedVolumes
 	// Clock defaults to the real clock.
 	Clock clock.PassiveClock
 	// Log defaults to discarding.
@@ -53,6 +56,12 @@ type Options struct {
 	// mounted; defaults /proc and /sys/fs/cgroup.
 	ProcFS   string
 	CgroupFS string
+}
+
+// MountedVolumes measures the volumes of a pod that a driver mounts
+// (*csi.PodVolumes), each entry read at now.
+type MountedVolumes interface {
+	VolumeStats(ctx context.Context, pod *v1.Pod, now metav1.Time) []statsapi.VolumeStats
 }
 
 // Provider computes the kubelet's Summary for berth's node and pods. Each
@@ -350,3 +359,7 @@ func (c *fsCache) get(path string) *fsInfo {
 	c.sizes[path] = &f
 	return &f
 }
+
+// SetMountedVolumes gives the Provider the CSI volumes of a cluster node,
+// which are built after it; it is called once, before the first Get.
+func (p *Provider) SetMountedVolumes(m MountedVolumes) { p.opts.MountedVolumes = m }

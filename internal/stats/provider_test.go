@@ -731,3 +731,41 @@ func TestGetOnThisHost(t *testing.T) {
 		t.Errorf("node cpu on the second Get %+v, want a rate", c)
 	}
 }
+
+// fakeMountedVolumes reports one CSI volume of the web pod.
+type fakeMountedVolumes struct{}
+
+func (fakeMountedVolumes) VolumeStats(_ context.Context, pod *v1.Pod, now metav1.Time) []statsapi.VolumeStats {
+	if pod.Name != "web" {
+		return nil
+	}
+	return []statsapi.VolumeStats{{Name: "claim", PVCRef: &statsapi.PVCReference{Name: "data", Namespace: pod.Namespace},
+		FsStats: statsapi.FsStats{Time: now, CapacityBytes: u64(100), UsedBytes: u64(10)}}}
+}
+
+func TestGetMountedVolumes(t *testing.T) {
+	f := newFixture(t, false)
+	p := f.provider()
+	p.opts.MountedVolumes = fakeMountedVolumes{}
+	s, err := p.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := s.Pods[0]
+	var claim *statsapi.VolumeStats
+	for i, v := range web.VolumeStats {
+		if v.Name == "claim" {
+			claim = &web.VolumeStats[i]
+		}
+	}
+	if len(web.VolumeStats) != 3 || claim == nil || claim.PVCRef.Name != "data" {
+		t.Fatalf("volume stats %+v, want data, cache and the claim", web.VolumeStats)
+	}
+	// A volume on a driver's storage is no ephemeral storage of the pod.
+	without := f.provider()
+	s2, err := without.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "ephemeral storage", web.EphemeralStorage.UsedBytes, s2.Pods[0].EphemeralStorage.UsedBytes)
+}

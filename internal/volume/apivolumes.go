@@ -35,11 +35,16 @@ type SetupOptions struct {
 // NeedsRefresh reports whether pod has volumes whose content follows API
 // objects (configMap, secret, projected tokens) or the pod's own metadata
 // (downwardAPI), and so must be set up again while the pod runs, as the
-// kubelet's volume manager remounts them at every pod sync.
+// kubelet's volume manager remounts them at every pod sync; or CSI volumes,
+// which the kubelet's reconciler mounts again should they be lost, and
+// republishes where the driver asks for it (requiresRepublish).
 func NeedsRefresh(pod *v1.Pod) bool {
 	for i := range pod.Spec.Volumes {
 		src := &pod.Spec.Volumes[i].VolumeSource
 		if src.ConfigMap != nil || src.Secret != nil || src.DownwardAPI != nil || src.Projected != nil {
+			return true
+		}
+		if src.PersistentVolumeClaim != nil || src.Ephemeral != nil || src.CSI != nil {
 			return true
 		}
 	}

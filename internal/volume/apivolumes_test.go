@@ -159,7 +159,7 @@ func TestSetupKubeAPIAccess(t *testing.T) {
 		t.Errorf("token after a failed refresh = %q", got)
 	}
 
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(mountsUnder(t, root)); n != 0 {
@@ -268,7 +268,7 @@ func TestSetupSecretVolumeOnTmpfs(t *testing.T) {
 	if mounts := mountsUnder(t, root); len(mounts) != 1 || mounts[0].FSType != "tmpfs" {
 		t.Errorf("mounts = %v, want the secret on tmpfs", mounts)
 	}
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(mountsUnder(t, root)); n != 0 {
@@ -424,5 +424,8 @@ func TestNeedsRefresh(t *testing.T) {
 	}
 	if !NeedsRefresh(testPod("u", emptyDirVolume("a", "", ""), kubeAPIAccess())) {
 		t.Error("a projected volume needs refreshing")
+	}
+	if !NeedsRefresh(testPod("u", claimVol("data"))) {
+		t.Error("a CSI volume needs refreshing (remount, republish)")
 	}
 }

@@ -38,7 +38,7 @@ func TestHugePagesEmptyDir(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("calls = %v, want %v", got, want)
 	}
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	if len(fm.mounted) != 0 {

@@ -28,7 +28,22 @@ type Manager struct {
 	rootDir string
 	mounter Mounter
 	log     *slog.Logger
+	// csi sets up the CSI-backed volumes; nil on a standalone node, which
+	// has no API server to read their claims from.
+	csi CSIVolumes
 }
+
+// CSIVolumes sets up and tears down the volumes a CSI driver mounts
+// (persistentVolumeClaim, ephemeral and csi): *csi.PodVolumes. Their state
+// is on disk, under the pod's directory and the root's plugins directory.
+type CSIVolumes interface {
+	SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (string, error)
+	TearDownPod(ctx context.Context, uid types.UID) error
+}
+
+// SetCSI gives the Manager the CSI volumes of a cluster node; it is called
+// once, before the Manager is used.
+func (m *Manager) SetCSI(c CSIVolumes) { m.csi = c }
 
 // NewManager returns a Manager rooted at rootDir (berth's root directory).
 func NewManager(rootDir string, mounter Mounter, log *slog.Logger) *Manager {
@@ -104,8 +119,13 @@ func (m *Manager) setupVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, 
 		// The runtime mounts the image itself (CRI Mount.image): there is
 		// nothing on the host to prepare, and no host path.
 		return "", nil
+	case src.PersistentVolumeClaim != nil, src.Ephemeral != nil, src.CSI != nil:
+		if m.csi == nil {
+			return "", errNeedsAPIServer(sourceKind(vol.VolumeSource))
+		}
+		return m.csi.SetUp(ctx, pod, vol)
 	}
-	return "", fmt.Errorf("volume source %s is not supported (berth supports emptyDir, hostPath, configMap, secret, downwardAPI and projected)", sourceKind(vol.VolumeSource))
+	return "", fmt.Errorf("volume source %s is not supported (berth supports emptyDir, hostPath, configMap, secret, downwardAPI, projected, persistentVolumeClaim, ephemeral and csi)", sourceKind(vol.VolumeSource))
 }
 
 // sourceKind names the volume's source field(s) as they appear in a manifest,
@@ -137,13 +157,13 @@ func checkPathElement(field, name string) error {
 	return nil
 }
 
-// TearDown unmounts the pod's tmpfs volumes (emptyDir medium Memory,
-// secret, projected) and removes <root>/pods/<uid> entirely. hostPath
-// volumes are never touched. It refuses to remove anything while a mount is
-// left under the pod directory, so that it can never delete through a mount
-// into data that is not the pod's. A pod with no directory is already torn
-// down.
-func (m *Manager) TearDown(uid types.UID) error {
+// TearDown unpublishes the pod's CSI volumes, unmounts its tmpfs volumes
+// (emptyDir medium Memory, secret, projected) and removes <root>/pods/<uid>
+// entirely. hostPath volumes are never touched. It refuses to remove
+// anything while a mount is left under the pod directory, so that it can
+// never delete through a mount into data that is not the pod's. A pod with
+// no directory is already torn down.
+func (m *Manager) TearDown(ctx context.Context, uid types.UID) error {
 	if err := checkPathElement("pod UID", string(uid)); err != nil {
 		return err
 	}
@@ -151,6 +171,33 @@ func (m *Manager) TearDown(uid types.UID) error {
 	if _, err := os.Lstat(podDir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if m.csi != nil {
+		if err := m.csi.TearDownPod(ctx, uid); err != nil {
+			return fmt.Errorf("pod %s: %w", uid, err)
+		}
+	} else if has, err := m.hasCSIVolumes(uid); err != nil || has {
+		// Their records would go with the directory, and their mounts, if
+		// the drivers made any, would leak.
+		return fmt.Errorf("pod %s: it has CSI volumes, and this node cannot unpublish them (no API server): %v", uid, err)
+	}
+	return m.removePodDir(uid, podDir)
+}
+
+// hasCSIVolumes says whether the pod has CSI volumes on disk, published or
+// recorded.
+func (m *Manager) hasCSIVolumes(uid types.UID) (bool, error) {
+	ents, err := os.ReadDir(filepath.Join(m.PodDir(uid), "volumes", csiPluginDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return len(ents) > 0, err
+}
+
+// csiPluginDir is the kubelet's directory name of CSI volumes under a pod.
+const csiPluginDir = "kubernetes.io~csi"
+
+// removePodDir unmounts the pod's tmpfs volumes and removes its directory.
+func (m *Manager) removePodDir(uid types.UID, podDir string) error {
 	// Every volume is <pod>/volumes/<plugin>/<name>: whichever plugin made
 	// it, a volume that is a mount point is unmounted.
 	volumesDir := filepath.Join(podDir, "volumes")
@@ -181,7 +228,10 @@ func (m *Manager) TearDown(uid types.UID) error {
 // own teardown removes its directory as it stops; what is left is a pod
 // berth lost track of (killed while it stopped, a record set aside), whose
 // directory nothing else would ever remove. It returns the UIDs whose
-// directories it removed.
+// directories it removed. A pod with CSI volumes is left to the CSI
+// housekeeping (csi.PodVolumes.Housekeep), which calls drivers and so runs
+// off the caller's loop; its directory goes in a later pass, once they are
+// unpublished.
 func (m *Manager) Housekeep(wanted func(types.UID) bool) ([]types.UID, error) {
 	entries, err := os.ReadDir(filepath.Join(m.rootDir, "pods"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -197,7 +247,13 @@ func (m *Manager) Housekeep(wanted func(types.UID) bool) ([]types.UID, error) {
 		if !e.IsDir() || checkPathElement("pod UID", e.Name()) != nil || wanted(uid) {
 			continue
 		}
-		if err := m.TearDown(uid); err != nil {
+		if has, err := m.hasCSIVolumes(uid); err != nil || has {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("pod %s: %w", uid, err))
+			}
+			continue
+		}
+		if err := m.removePodDir(uid, m.PodDir(uid)); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -149,7 +149,7 @@ func TestSetupTmpfsAndTearDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	if got := mountsUnder(t, root); len(got) != 0 {
@@ -159,7 +159,7 @@ func TestSetupTmpfsAndTearDown(t *testing.T) {
 		t.Errorf("pod directory still there: %v", err)
 	}
 	// A second TearDown has nothing to do.
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Errorf("repeated TearDown: %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestTearDownLeavesHostPathAlone(t *testing.T) {
 	if err := os.MkdirAll(m.ContainerDir(pod.UID, "app"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(keep); err != nil {
@@ -204,7 +204,7 @@ func TestTearDownRefusesToDeleteThroughAMount(t *testing.T) {
 	if err := os.WriteFile(survivor, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := m.TearDown(pod.UID)
+	err := m.TearDown(context.Background(), pod.UID)
 	if err == nil || !strings.Contains(err.Error(), stray+" is still a mount point") {
 		t.Fatalf("TearDown err = %v, want a refusal naming %s", err, stray)
 	}
@@ -212,7 +212,7 @@ func TestTearDownRefusesToDeleteThroughAMount(t *testing.T) {
 		t.Errorf("TearDown deleted through a mount: %v", err)
 	}
 	unmountAllUnder(t, root)
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Errorf("TearDown after the stray mount is gone: %v", err)
 	}
 }
@@ -246,7 +246,7 @@ func TestSetupRejects(t *testing.T) {
 			}
 		})
 	}
-	if err := m.TearDown("../.."); err == nil {
+	if err := m.TearDown(context.Background(), "../.."); err == nil {
 		t.Error("TearDown accepted a UID that escapes the pods directory")
 	}
 }
@@ -295,7 +295,7 @@ func TestTmpfsSizeAndUnmountWithFakeMounter(t *testing.T) {
 	if fm.mounted[paths["a"]] != 1<<30 || fm.mounted[paths["b"]] != 0 || len(fm.calls) != 2 {
 		t.Errorf("mounted = %v, calls = %v", fm.mounted, fm.calls)
 	}
-	if err := m.TearDown(pod.UID); err != nil {
+	if err := m.TearDown(context.Background(), pod.UID); err != nil {
 		t.Fatal(err)
 	}
 	if len(fm.mounted) != 0 {

@@ -98,3 +98,10 @@ func fsUserFrom(pod *v1.Pod) *int64 {
 	}
 	return user
 }
+
+// SetVolumeOwnership gives a volume mounted by someone else (a CSI driver)
+// the pod's fsGroup, as the kubelet does after SetUp where the driver does
+// not apply it itself.
+func SetVolumeOwnership(dir string, gid int64, readOnly bool) error {
+	return setVolumeOwnership(dir, gid, readOnly)
+}

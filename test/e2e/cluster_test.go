@@ -493,11 +493,11 @@ handler: runsc
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: wants-claim}
+metadata: {name: wants-nfs}
 spec:
   nodeName: %[1]s
   containers: [{name: app, image: %[2]s, command: ["sleep", "3600"]}]
-  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+  volumes: [{name: data, nfs: {server: 127.0.0.1, path: /}}]
 ---
 apiVersion: v1
 kind: Pod
@@ -507,7 +507,7 @@ spec:
   runtimeClassName: sandboxed
   containers: [{name: app, image: %[2]s, command: ["sleep", "3600"]}]
 `, n1.name, busybox))
-		for name, reason := range map[string]string{"wants-claim": "UnsupportedVolume", "wants-sandbox": "UnsupportedRuntimeClass"} {
+		for name, reason := range map[string]string{"wants-nfs": "UnsupportedVolume", "wants-sandbox": "UnsupportedRuntimeClass"} {
 			waitFor(t, 30*time.Second, name+" rejected", func() (bool, string) {
 				p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
 				if err != nil {
@@ -521,7 +521,7 @@ spec:
 		// Deleted, they go at once: nothing of them ever ran.
 		waitFor(t, 30*time.Second, "the rejected pods gone", func() (bool, string) {
 			left := 0
-			for _, name := range []string{"wants-claim", "wants-sandbox"} {
+			for _, name := range []string{"wants-nfs", "wants-sandbox"} {
 				if _, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 					left++
 				}
