@@ -225,7 +225,8 @@ func (p *CSIProvisioner) Log() string { return p.proc.Log }
 
 // CreateCSIDriver creates the CSIDriver object of driver as upstream's host
 // path deployment does: no attach, pod information on mount, persistent
-// and inline ephemeral volumes. It is the caller's to delete.
+// and inline ephemeral volumes, fsGroup applied by the node to the files.
+// It is the caller's to delete.
 func (c *ControlPlane) CreateCSIDriver(ctx context.Context, driver string) (*storagev1.CSIDriver, error) {
 	cs, err := c.Client()
 	if err != nil {
@@ -236,6 +237,7 @@ func (c *ControlPlane) CreateCSIDriver(ctx context.Context, driver string) (*sto
 		Spec: storagev1.CSIDriverSpec{
 			AttachRequired: ptr.To(false),
 			PodInfoOnMount: ptr.To(true),
+			FSGroupPolicy:  ptr.To(storagev1.FileFSGroupPolicy),
 			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{
 				storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral,
 			},

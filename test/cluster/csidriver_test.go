@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,14 @@ func TestCSIMockDriver(t *testing.T) {
 		checkProvisioned(ctx, t, cp, admin, driverName, storagev1.VolumeBindingWaitForFirstConsumer, node)
 	})
 
+	if err := prov.Stop(); err != nil {
+		t.Errorf("stop the provisioner: %v", err)
+	}
+	// The provisioner retries what it may not do, so a missing permission
+	// shows in its log only.
+	if data, err := os.ReadFile(prov.Log()); err != nil || strings.Contains(string(data), "forbidden") {
+		t.Errorf("the provisioner's log (%v) reports a forbidden request:\n%s", err, lastLines(string(data), 60))
+	}
 	if err := drv.Stop(); err != nil {
 		t.Errorf("stop the driver: %v", err)
 	}
