@@ -92,10 +92,13 @@ func TestCSIMockDriver(t *testing.T) {
 		t.Fatalf("start the external-provisioner: %v", err)
 	}
 	t.Run("Immediate", func(t *testing.T) {
-		checkProvisioned(ctx, t, cp, admin, driverName, storagev1.VolumeBindingImmediate, "")
+		pv := checkProvisioned(ctx, t, cp, admin, driverName, storagev1.VolumeBindingImmediate, "")
+		checkNodeCycle(ctx, t, drv, pv, filepath.Join(root, "pods"))
+		deleteClaim(ctx, t, admin, pv)
 	})
 	t.Run("WaitForFirstConsumer", func(t *testing.T) {
-		checkProvisioned(ctx, t, cp, admin, driverName, storagev1.VolumeBindingWaitForFirstConsumer, node)
+		pv := checkProvisioned(ctx, t, cp, admin, driverName, storagev1.VolumeBindingWaitForFirstConsumer, node)
+		deleteClaim(ctx, t, admin, pv)
 	})
 
 	if err := prov.Stop(); err != nil {
@@ -193,9 +196,8 @@ func checkCSIIdentity(ctx context.Context, t *testing.T, drv *cluster.CSIMockDri
 
 // checkProvisioned creates a StorageClass of driver bound as mode and a
 // claim of it (with node as its selected node, if not ""), and waits for
-// the claim to be bound to a PersistentVolume the driver provisioned. The
-// claim's deletion deletes the volume.
-func checkProvisioned(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, admin kubernetes.Interface, driver string, mode storagev1.VolumeBindingMode, node string) {
+// the claim to be bound to a PersistentVolume the driver provisioned.
+func checkProvisioned(ctx context.Context, t *testing.T, cp *cluster.ControlPlane, admin kubernetes.Interface, driver string, mode storagev1.VolumeBindingMode, node string) *v1.PersistentVolume {
 	name := "csi-" + map[storagev1.VolumeBindingMode]string{
 		storagev1.VolumeBindingImmediate: "immediate", storagev1.VolumeBindingWaitForFirstConsumer: "wffc",
 	}[mode]
@@ -243,18 +245,74 @@ func checkProvisioned(ctx context.Context, t *testing.T, cp *cluster.ControlPlan
 	if pv.Status.Phase != v1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != name {
 		t.Errorf("PV %s: phase %s, claim %v; want Bound to %s", pv.Name, pv.Status.Phase, pv.Spec.ClaimRef, name)
 	}
+	return pv
+}
 
-	if err := admin.CoreV1().PersistentVolumeClaims("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+// deleteClaim deletes the claim of pv and waits for pv to go with it, as
+// its reclaim policy says.
+func deleteClaim(ctx context.Context, t *testing.T, admin kubernetes.Interface, pv *v1.PersistentVolume) {
+	ref := pv.Spec.ClaimRef
+	if err := admin.CoreV1().PersistentVolumeClaims(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, 2*time.Minute, func(ctx context.Context) error {
-		_, err := admin.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		_, err := admin.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		if err == nil {
-			return fmt.Errorf("PV %s still there", pvName)
+			return fmt.Errorf("PV %s still there", pv.Name)
 		}
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
 		return nil
 	})
+}
+
+// checkNodeCycle stages, publishes, unpublishes and unstages pv through
+// the driver's CSI socket as a kubelet would (paths under dir, the staging
+// directory made by the caller as the kubelet makes it), and shows what the
+// driver does with the target directory: creates it on publish and removes
+// it on unpublish, mounting nothing.
+func checkNodeCycle(ctx context.Context, t *testing.T, drv *cluster.CSIMockDriver, pv *v1.PersistentVolume, dir string) {
+	conn, err := grpc.NewClient("unix:"+drv.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	node := csi.NewNodeClient(conn)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	staging := filepath.Join(dir, "staging", pv.Name)
+	target := filepath.Join(dir, "pod-1", "volumes", pv.Name, "mount")
+	for _, d := range []string{staging, filepath.Dir(target)} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := pv.Spec.CSI
+	capability := &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+	if _, err := node.NodeStageVolume(cctx, &csi.NodeStageVolumeRequest{
+		VolumeId: src.VolumeHandle, StagingTargetPath: staging, VolumeCapability: capability, VolumeContext: src.VolumeAttributes,
+	}); err != nil {
+		t.Fatalf("NodeStageVolume: %v", err)
+	}
+	if _, err := node.NodePublishVolume(cctx, &csi.NodePublishVolumeRequest{
+		VolumeId: src.VolumeHandle, StagingTargetPath: staging, TargetPath: target, VolumeCapability: capability, VolumeContext: src.VolumeAttributes,
+	}); err != nil {
+		t.Fatalf("NodePublishVolume: %v", err)
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.IsDir() {
+		t.Errorf("target %s after NodePublishVolume: %v, want a directory", target, err)
+	}
+	if _, err := node.NodeUnpublishVolume(cctx, &csi.NodeUnpublishVolumeRequest{VolumeId: src.VolumeHandle, TargetPath: target}); err != nil {
+		t.Fatalf("NodeUnpublishVolume: %v", err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("target %s after NodeUnpublishVolume: %v, want it gone", target, err)
+	}
+	if _, err := node.NodeUnstageVolume(cctx, &csi.NodeUnstageVolumeRequest{VolumeId: src.VolumeHandle, StagingTargetPath: staging}); err != nil {
+		t.Fatalf("NodeUnstageVolume: %v", err)
+	}
 }
