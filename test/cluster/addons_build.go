@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -12,13 +14,19 @@ import (
 )
 
 // Addons are the paths of the programs that make Services and cluster DNS
-// work in a test cluster, of metrics-server, and of the upstream DRA test
-// driver (a kubelet plugin, run with StartDRATestDriver).
+// work in a test cluster, of metrics-server, of the upstream DRA test
+// driver (a kubelet plugin, run with StartDRATestDriver), and of the CSI
+// programs StartCSIMockDriver and StartCSIProvisioner run.
 type Addons struct {
 	KubeProxy     string
 	CoreDNS       string
 	MetricsServer string
 	DRATestDriver string
+	// CSIProvisioner is the external-provisioner sidecar.
+	CSIProvisioner string
+	// CSIMockDriver is the CSI mock driver of Kubernetes' storage e2e
+	// tests with a registration socket of its own (see its module).
+	CSIMockDriver string
 }
 
 // addon is one program built from a Go module of its own under tools/: the
@@ -30,16 +38,24 @@ type addon struct {
 	// version is the module whose release stamps the binary (-ldflags), or
 	// "" for none.
 	version string
+	// ownSources says the module's own .go files are part of its cache key:
+	// go.mod and go.sum pin only what it imports. (CoreDNS's main, older
+	// than this, keeps the key it had.)
+	ownSources bool
 }
 
 func addonList() []addon {
 	return []addon{
-		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes"},
+		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes", false},
 		// Its own main package: CoreDNS with the few plugins the tests use.
-		{"coredns", ".", ""},
-		{"metrics-server", "sigs.k8s.io/metrics-server/cmd/metrics-server", ""},
+		{"coredns", ".", "", false},
+		{"metrics-server", "sigs.k8s.io/metrics-server/cmd/metrics-server", "", false},
 		// Stamped like kube-proxy: the driver's client reports the release.
-		{"dra-test-driver", "k8s.io/kubernetes/test/e2e/dra/test-driver", "k8s.io/kubernetes"},
+		{"dra-test-driver", "k8s.io/kubernetes/test/e2e/dra/test-driver", "k8s.io/kubernetes", false},
+		// Not a Kubernetes component: its own release is not stamped.
+		{"csi-provisioner", "github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner", "", false},
+		// Its own main package around k8s.io/kubernetes's mock driver.
+		{"csi-mock-driver", ".", "", true},
 	}
 }
 
@@ -54,8 +70,8 @@ func executable(p string) error {
 	return nil
 }
 
-// BuildAddons returns kube-proxy, CoreDNS, metrics-server and the DRA test
-// driver, building each
+// BuildAddons returns kube-proxy, CoreDNS, metrics-server, the DRA test
+// driver and the CSI programs, building each
 // first unless it is in its cache: <root>/<name>-<hash of
 // test/cluster/tools/<name>/go.mod and go.sum>/<name>, where root is
 // $BERTH_ADDONS_BIN if set, else <repo>/bin/cluster (beside the control
@@ -86,10 +102,12 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 		paths[ad.name] = p
 	}
 	return Addons{
-		KubeProxy:     paths["kube-proxy"],
-		CoreDNS:       paths["coredns"],
-		MetricsServer: paths["metrics-server"],
-		DRATestDriver: paths["dra-test-driver"],
+		KubeProxy:      paths["kube-proxy"],
+		CoreDNS:        paths["coredns"],
+		MetricsServer:  paths["metrics-server"],
+		DRATestDriver:  paths["dra-test-driver"],
+		CSIProvisioner: paths["csi-provisioner"],
+		CSIMockDriver:  paths["csi-mock-driver"],
 	}, nil
 }
 
@@ -97,7 +115,7 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 // directory's lock if it is not there yet.
 func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer) (string, error) {
 	mod := filepath.Join(tools, ad.name)
-	key, err := buildcache.ModuleHash(mod)
+	key, err := addonKey(mod, ad.ownSources)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", ad.name, err)
 	}
@@ -142,4 +160,28 @@ func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer
 	}
 	fmt.Fprintf(log, "cluster: built %s in %v\n", ad.name, time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// addonKey is the cache key of the module in dir: the hash of its go.mod
+// and go.sum, and with ownSources of its .go files too.
+func addonKey(dir string, ownSources bool) (string, error) {
+	key, err := buildcache.ModuleHash(dir)
+	if err != nil || !ownSources {
+		return key, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "module %s\n", key)
+	for _, f := range files { // sorted by Glob
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
