@@ -120,7 +120,7 @@ func (p *PodVolumes) SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (st
 		if err != nil {
 			return "", err
 		}
-		_, err = p.m.Stage(ctx, StageRequest{
+		staged, err := p.m.Stage(ctx, StageRequest{
 			Driver: r.src.Driver, VolumeHandle: r.src.VolumeHandle, AccessMode: firstMode(r.src.AccessModes),
 			FSType: r.src.FSType, MountOptions: r.src.MountOptions, VolumeAttributes: r.src.VolumeAttributes,
 			PublishContext: publishContext, Secrets: secrets, FSGroup: fsGroup,
@@ -128,11 +128,19 @@ func (p *PodVolumes) SetUp(ctx context.Context, pod *v1.Pod, vol *v1.Volume) (st
 		if err != nil {
 			return "", fmt.Errorf("MountVolume.MountDevice failed: %w", err)
 		}
+		if staged.Called {
+			p.log.Info("MountVolume.MountDevice succeeded", "pod", pod.Namespace+"/"+pod.Name, "volume", vol.Name,
+				"driver", r.src.Driver, "volumeHandle", r.src.VolumeHandle, "stagingPath", staged.StagingPath)
+		}
 	}
 	// The caller's event says "MountVolume.SetUp failed" already.
 	res, err := p.publish(ctx, pod, r, publishContext, fsGroup)
 	if err != nil {
 		return "", err
+	}
+	if res.Called {
+		p.log.Info("MountVolume.SetUp succeeded", "pod", pod.Namespace+"/"+pod.Name, "volume", vol.Name,
+			"driver", r.src.Driver, "volumeHandle", r.src.VolumeHandle, "path", res.TargetPath)
 	}
 	p.remember(pod.UID, vol.Name, r)
 	return res.TargetPath, nil
@@ -412,8 +420,13 @@ func (p *PodVolumes) TearDownPod(ctx context.Context, uid types.UID) error {
 func (p *PodVolumes) tearDownVolume(ctx context.Context, v PublishedVolume) error {
 	unlock := p.locks.lock(v.Data.DriverName + "\x00" + v.Data.VolumeHandle)
 	defer unlock()
-	if _, err := p.m.Unpublish(ctx, v.PodUID, v.VolumeName); err != nil {
+	res, err := p.m.Unpublish(ctx, v.PodUID, v.VolumeName)
+	if err != nil {
 		return fmt.Errorf("UnmountVolume.TearDown failed for volume %q of pod %s: %w", v.VolumeName, v.PodUID, err)
+	}
+	if res.Called {
+		p.log.Info("UnmountVolume.TearDown succeeded", "podUID", v.PodUID, "volume", v.VolumeName,
+			"driver", v.Data.DriverName, "volumeHandle", v.Data.VolumeHandle)
 	}
 	if v.Data.DriverName == "" || v.Data.LifecycleMode == storagev1.VolumeLifecycleEphemeral {
 		return nil
@@ -434,8 +447,12 @@ func (p *PodVolumes) unstageUnused(ctx context.Context, driver, handle string) e
 	if !UnusedStaged(r.Published, driver, handle) {
 		return nil
 	}
-	if _, err := p.m.Unstage(ctx, driver, handle); err != nil {
+	res, err := p.m.Unstage(ctx, driver, handle)
+	if err != nil {
 		return fmt.Errorf("UnmountDevice failed for volume %q of driver %q: %w", handle, driver, err)
+	}
+	if res.Called {
+		p.log.Info("UnmountDevice succeeded", "driver", driver, "volumeHandle", handle)
 	}
 	return nil
 }
