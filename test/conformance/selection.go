@@ -55,7 +55,8 @@ type Selection struct {
 // NodeConformance spec, then every sig-node Conformance spec that is not
 // also NodeConformance, then every such sig-network one (Services, DNS and
 // pod networking, which the harness's kube-proxy and CoreDNS provide),
-// then the Serial specs of all three.
+// then every such sig-storage one (volumes: the API objects of CSI and
+// what berth's volume manager mounts), then the Serial specs of all four.
 func (s Selection) Passes() []Pass {
 	filter := s.LabelFilter
 	if filter == "" {
@@ -72,11 +73,14 @@ func (s Selection) Passes() []Pass {
 			{Name: "focus-serial", LabelFilter: and(filter, "Serial"), Focus: []string{s.Focus}, Skip: skip, Serial: true},
 		}
 	}
-	const nodeConf, sigNodeConf, sigNetConf = "NodeConformance", "sig-node && Conformance", "sig-network && Conformance"
+	const nodeConf, sigNodeConf, sigNetConf, sigStorageConf = "NodeConformance", "sig-node && Conformance",
+		"sig-network && Conformance", "sig-storage && Conformance"
 	return []Pass{
 		{Name: "node-conformance", LabelFilter: and(filter, nodeConf, "!Serial"), Skip: skip},
 		{Name: "sig-node-conformance", LabelFilter: and(filter, sigNodeConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-network-conformance", LabelFilter: and(filter, sigNetConf, "!NodeConformance", "!Serial"), Skip: skip},
-		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+")", "Serial"), Skip: skip, Serial: true},
+		{Name: "sig-storage-conformance", LabelFilter: and(filter, sigStorageConf, "!NodeConformance", "!Serial"), Skip: skip},
+		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+") || ("+sigStorageConf+")", "Serial"),
+			Skip: skip, Serial: true},
 	}
 }

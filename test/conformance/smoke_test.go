@@ -148,7 +148,8 @@ func berthBin(t *testing.T) string {
 // TestSelection checks the passes the default selection and a focus make.
 func TestSelection(t *testing.T) {
 	def := Selection{}.Passes()
-	if len(def) != 4 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" || def[3].Name != "serial" {
+	if len(def) != 5 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" ||
+		def[3].Name != "sig-storage-conformance" || def[4].Name != "serial" {
 		t.Fatalf("default passes = %+v", def)
 	}
 	for _, p := range def {
@@ -161,11 +162,13 @@ func TestSelection(t *testing.T) {
 			t.Errorf("pass %s does not exclude Feature labels: %s", p.Name, p.LabelFilter)
 		}
 	}
-	if def[0].Serial || def[1].Serial || def[2].Serial || !def[3].Serial {
+	if def[0].Serial || def[1].Serial || def[2].Serial || def[3].Serial || !def[4].Serial {
 		t.Errorf("only the serial pass is Serial: %+v", def)
 	}
-	if !strings.Contains(def[3].LabelFilter, "(sig-network && Conformance)") {
-		t.Errorf("the serial pass leaves out sig-network's Serial specs: %s", def[3].LabelFilter)
+	for _, sig := range []string{"(sig-network && Conformance)", "(sig-storage && Conformance)"} {
+		if !strings.Contains(def[4].LabelFilter, sig) {
+			t.Errorf("the serial pass leaves out %s's Serial specs: %s", sig, def[4].LabelFilter)
+		}
 	}
 	focus := Selection{Focus: "x", Skip: "y", LabelFilter: "Slow"}.Passes()
 	if len(focus) != 2 || focus[0].Focus[0] != "x" || focus[1].Skip[0] != "y" ||
