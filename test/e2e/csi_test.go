@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,37 +32,21 @@ type csiNode struct {
 // Immediate StorageClass.
 func startCSINode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface, name string) *csiNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
-	defer cancel()
-	var buildLog strings.Builder
-	addons, err := cluster.BuildAddons(ctx, &buildLog)
-	if err != nil {
-		t.Fatalf("building the CSI addons: %v\n%s", err, buildLog.String())
-	}
-	dir, err := os.MkdirTemp("/tmp", "berth-csi-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	registry := filepath.Join(dir, "registry")
+	addons := nodePluginAddons(t)
+	dir, registry := pluginSocketsDir(t, "berth-csi-")
 	cn := startClusterNode(t, cp, name, "--plugin-registration-dir", registry)
 	waitNodeReady(t, client, name, true, 90*time.Second)
 
 	driverName := fmt.Sprintf("e2e-%06x.csi-mock.berth.test", rand.IntN(1<<24))
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
 	d, err := cp.StartCSIMockDriver(ctx, addons.CSIMockDriver, cluster.CSIMockDriverOptions{
 		DriverName: driverName, RegistryDir: registry, PluginsDir: filepath.Join(dir, "plugins"),
 	})
 	if err != nil {
 		t.Fatalf("starting the CSI mock driver: %v", err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(d.Log()); err == nil {
-				t.Logf("CSI mock driver log:\n%s", tail(string(b), 6000))
-			}
-		}
-		d.Stop()
-	})
+	stopAfterTest(t, "CSI mock driver", d.Log(), d.Stop)
 	if _, err := cp.CreateCSIDriver(ctx, driverName); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +56,7 @@ func startCSINode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Inte
 	if err != nil {
 		t.Fatalf("starting the external-provisioner: %v", err)
 	}
-	t.Cleanup(func() { prov.Stop() })
+	stopAfterTest(t, "external-provisioner", prov.Log(), prov.Stop)
 	class := "berth-" + strings.SplitN(driverName, ".", 2)[0]
 	if _, err := cp.CreateStorageClass(ctx, class, driverName, storagev1.VolumeBindingImmediate); err != nil {
 		t.Fatal(err)

@@ -38,20 +38,8 @@ type draNode struct {
 // driver's devices.
 func startDRANode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface, name string) *draNode {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
-	defer cancel()
-	var buildLog strings.Builder
-	addons, err := cluster.BuildAddons(ctx, &buildLog)
-	if err != nil {
-		t.Fatalf("building the DRA test driver: %v\n%s", err, buildLog.String())
-	}
-	// Short: the registration socket's path must fit a unix socket.
-	dir, err := os.MkdirTemp("/tmp", "berth-dra-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	registry := filepath.Join(dir, "registry")
+	addons := nodePluginAddons(t)
+	dir, registry := pluginSocketsDir(t, "berth-dra-")
 	cn := startClusterNodeOn(t, cp, name, containerd2Dir(t), "--plugin-registration-dir", registry)
 	waitNodeReady(t, client, name, true, 90*time.Second)
 
@@ -63,6 +51,8 @@ func startDRANode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Inte
 			os.Remove(cdiSpecDir) // made for the test; only if empty
 		}
 	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
 	d, err := cp.StartDRATestDriver(ctx, addons.DRATestDriver, cluster.DRADriverOptions{
 		NodeName: name, RegistryDir: registry, PluginsDir: filepath.Join(dir, "plugins"),
 		CDIDir: cdiSpecDir, NumDevices: 2, DriverName: driverName,
@@ -70,14 +60,7 @@ func startDRANode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Inte
 	if err != nil {
 		t.Fatalf("starting the DRA test driver: %v", err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			if b, err := os.ReadFile(d.Log()); err == nil {
-				t.Logf("DRA test driver log:\n%s", tail(string(b), 8000))
-			}
-		}
-		d.Stop()
-	})
+	stopAfterTest(t, "DRA test driver", d.Log(), d.Stop)
 	class := "berth-" + strings.SplitN(driverName, ".", 2)[0]
 	if _, err := cp.CreateDeviceClass(ctx, class, driverName); err != nil {
 		t.Fatal(err)
@@ -346,12 +329,7 @@ spec:
 	// The driver comes back (its registration socket in the same place).
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	var buildLog strings.Builder
-	addons, err := cluster.BuildAddons(ctx, &buildLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := cp.StartDRATestDriver(ctx, addons.DRATestDriver, cluster.DRADriverOptions{
+	back, err := cp.StartDRATestDriver(ctx, nodePluginAddons(t).DRATestDriver, cluster.DRADriverOptions{
 		NodeName: dn.cn.name, RegistryDir: filepath.Dir(dn.driver.RegistrationSocket),
 		PluginsDir: filepath.Dir(filepath.Dir(dn.driver.Endpoint)), CDIDir: cdiSpecDir, NumDevices: 2,
 		DriverName: dn.driver.Name,
@@ -359,7 +337,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { back.Stop() })
+	stopAfterTest(t, "DRA test driver, back", back.Log(), back.Stop)
 	waitClusterPodRunning(t, client, "dra", 3*time.Minute)
 	waitFor(t, time.Minute, "main's environment", func() (bool, string) {
 		out, _, _ := cp.Kubectl(t.Context(), "logs", "dra", "-c", "main")
