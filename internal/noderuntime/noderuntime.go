@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,7 +223,7 @@ func (r *Runtime) Run(ctx context.Context, relist func()) {
 	}
 	wg.Go(func() { r.supervise(ctx) })
 	if r.managed != nil {
-		wg.Go(func() { r.watchEvents(ctx, relist) })
+		wg.Go(func() { r.watchEvents(ctx, r.address, relist) })
 	} else {
 		wg.Go(func() { r.watchContainerEvents(ctx, relist) })
 	}
@@ -247,11 +248,12 @@ func (r *Runtime) supervise(ctx context.Context) {
 	r.managed = containerd.Supervise(ctx, r.managed, r.clk, r.record, observers...)
 }
 
-// watchEvents streams the managed containerd's task events: an exit or an
-// OOM kill is known from the event at once, and each event asks for a
+// watchEvents streams the task events of the containerd at address (the
+// managed one, or an external one without GetContainerEvents): an exit or
+// an OOM kill is known from the event at once, and each event asks for a
 // relist. When the stream stops for good, the relist still covers it.
-func (r *Runtime) watchEvents(ctx context.Context, relist func()) {
-	err := containerd.WatchTasks(ctx, r.address, r.log, func(ev containerd.TaskEvent) {
+func (r *Runtime) watchEvents(ctx context.Context, address string, relist func()) {
+	err := containerd.WatchTasks(ctx, address, r.log, func(ev containerd.TaskEvent) {
 		switch ev.Topic {
 		case containerd.TopicTaskOOM:
 			r.CRI.RecordOOM(ev.ContainerID)
@@ -268,7 +270,10 @@ func (r *Runtime) watchEvents(ctx context.Context, relist func()) {
 // watchContainerEvents streams an external runtime's container events
 // (CRI GetContainerEvents: containerd 1.7 and 2, CRI-O): a stopped
 // container's exit is known from its event at once, and each event asks
-// for a relist. A runtime without the call leaves it to the relist.
+// for a relist. A containerd without the call (1.6, Debian 12's) serves
+// its own event service on the same socket: its task events are followed
+// as the managed containerd's are. Any other runtime without the call
+// leaves it to the relist.
 func (r *Runtime) watchContainerEvents(ctx context.Context, relist func()) {
 	err := r.CRI.WatchContainerEvents(ctx, r.clk, runtime.DefaultEventBackoff, func(ev *runtimeapi.ContainerEventResponse) {
 		if x, ok := runtime.ExitOf(ev); ok {
@@ -276,9 +281,29 @@ func (r *Runtime) watchContainerEvents(ctx context.Context, relist func()) {
 		}
 		relist()
 	})
-	if err != nil {
-		r.log.Info("no container event stream; relying on relist", "err", err)
+	if err == nil {
+		return
 	}
+	if address, ok := containerdAddress(r.Name, r.Endpoint); ok {
+		r.log.Info("no CRI container event stream; following containerd's task events on its socket", "err", err, "socket", address)
+		r.watchEvents(ctx, address, relist)
+		return
+	}
+	r.log.Info("no container event stream; relying on relist", "err", err)
+}
+
+// containerdAddress is the socket of containerd's own API when the CRI
+// endpoint is containerd's (one gRPC server answers both): ok is false for
+// another runtime or an endpoint that is not a unix socket path.
+func containerdAddress(runtimeName, endpoint string) (string, bool) {
+	if runtimeName != "containerd" {
+		return "", false
+	}
+	path, ok := strings.CutPrefix(endpoint, "unix://")
+	if !ok || !filepath.IsAbs(path) {
+		return "", false
+	}
+	return path, true
 }
 
 // SetPodCIDR makes cidr the range of new pods: the Node's spec.podCIDR in

@@ -18,3 +18,23 @@ func TestNoNetworkGCForAnExternalRuntime(t *testing.T) {
 		t.Fatalf("newNetworkGC = %v, %v; want none", gc, err)
 	}
 }
+
+// Only containerd's own CRI socket is followed for task events when the
+// CRI stream is missing.
+func TestContainerdAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name, runtime, endpoint, want string
+		ok                            bool
+	}{
+		{"containerd", "containerd", "unix:///run/containerd/containerd.sock", "/run/containerd/containerd.sock", true},
+		{"CRI-O", "cri-o", "unix:///var/run/crio/crio.sock", "", false},
+		{"not unix", "containerd", "tcp://127.0.0.1:1234", "", false},
+		{"relative", "containerd", "unix://containerd.sock", "", false},
+		{"no scheme", "containerd", "/run/containerd/containerd.sock", "", false},
+	} {
+		got, ok := containerdAddress(tc.runtime, tc.endpoint)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: containerdAddress(%q, %q) = %q, %v; want %q, %v", tc.name, tc.runtime, tc.endpoint, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -189,7 +189,7 @@ func (n *node) start() {
 	if n.cri == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		cri, err := runtime.Dial(ctx, "unix://"+filepath.Join(n.root, "containerd", "containerd.sock"))
+		cri, err := runtime.Dial(ctx, n.criEndpoint())
 		if err != nil {
 			t.Fatalf("connect to berth's containerd: %v", err)
 		}
@@ -342,6 +342,20 @@ func (n *node) cleanup() {
 	if err := os.RemoveAll(n.root); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
+}
+
+// criEndpoint is the runtime berth runs pods on: the external one given
+// with --container-runtime-endpoint, else berth's managed containerd.
+func (n *node) criEndpoint() string {
+	for i, a := range n.extraArgs {
+		if v, ok := strings.CutPrefix(a, "--container-runtime-endpoint="); ok {
+			return v
+		}
+		if a == "--container-runtime-endpoint" && i+1 < len(n.extraArgs) {
+			return n.extraArgs[i+1]
+		}
+	}
+	return "unix://" + filepath.Join(n.root, "containerd", "containerd.sock")
 }
 
 func (n *node) stopContainerd() {
