@@ -13,10 +13,8 @@ import (
 
 // logRequests logs every request once it is answered: who called (the
 // authenticated user on the secure API, always the remote address), what,
-// and the answer. Scrapes and health probes of the read-only API, which
-// monitors send every few seconds, log at debug level; everything else at
-// info.
-func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock, quietProbes bool) http.Handler {
+// and the answer, at the level requestLevel gives.
+func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := clk.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -34,16 +32,33 @@ func logRequests(next http.Handler, log *slog.Logger, clk clock.PassiveClock, qu
 		if caller.Known {
 			attrs = append(attrs, slog.String("user", caller.User.Name), slog.String("authn", caller.User.Method))
 		}
-		level := slog.LevelInfo
-		if quietProbes && isProbe(r.URL.Path) {
-			level = slog.LevelDebug
-		}
-		log.LogAttrs(r.Context(), level, "request", attrs...)
+		log.LogAttrs(r.Context(), requestLevel(r.Method, r.URL.Path, rec.status()), "request", attrs...)
 	})
 }
 
-func isProbe(path string) bool {
-	return path == "/metrics" || path == "/metrics/resource" || path == "/healthz" || strings.HasPrefix(path, "/healthz/")
+// requestLevel is debug for a read that succeeded: monitors, dashboards,
+// metrics-server and the API server poll /pods, /stats, /metrics and
+// /healthz every few seconds, and a line each drowns what matters (the
+// kubelet logs its requests only from -v=3). What changes a container or
+// reaches into one (exec, attach, port-forward, run) and every refused or
+// failed request log at info.
+func requestLevel(method, path string, status int) slog.Level {
+	if status >= 400 || isAction(path) {
+		return slog.LevelInfo
+	}
+	if method == http.MethodGet || method == http.MethodHead {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+func isAction(path string) bool {
+	for _, p := range []string{"/exec/", "/attach/", "/portForward/", "/run/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // statusRecorder remembers the status a handler answered with; Unwrap lets

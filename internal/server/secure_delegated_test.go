@@ -86,7 +86,7 @@ func TestSecureDelegated(t *testing.T) {
 	src := &fakeSource{pods: []v1.Pod{testPod("default", "web", "app")}, summary: &statsapi.Summary{}}
 	logs := &syncBuffer{}
 	srv := NewSecure("127.0.0.1:0", src, prometheus.NewRegistry(), streaming, gate, tlsConfig,
-		slog.New(slog.NewTextHandler(logs, nil)))
+		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	addr := serveTLS(t, srv)
 	roots := certPool(t, cert.CertFile)
 	newClient := func(certs ...tls.Certificate) *http.Client {
@@ -166,7 +166,7 @@ func TestSecureDelegated(t *testing.T) {
 	}
 	for _, want := range [][]string{
 		{`method=POST uri="/exec/default/web/app?command=id" status=403`, "user=viewer authn=webhook"},
-		{`uri=/stats/summary status=200`, "user=viewer authn=webhook"},
+		{`level=DEBUG msg=request method=GET uri=/stats/summary status=200`, "user=viewer authn=webhook"},
 		{`method=POST uri="/exec/default/web/app?command=id" status=200`, "user=kube-apiserver-kubelet-client authn=x509"},
 		{`uri=/pods status=401`},
 	} {

@@ -108,7 +108,7 @@ type Server struct {
 func New(addr string, src Source, gatherer prometheus.Gatherer, log *slog.Logger) *Server {
 	s := newServer(addr, src, gatherer, log)
 	installDebuggingDisabled(s.mux)
-	s.handler = logRequests(s.mux, log, clock.RealClock{}, true)
+	s.handler = logRequests(s.mux, log, clock.RealClock{})
 	return s
 }
 
@@ -138,7 +138,7 @@ func NewSecure(addr string, src Source, gatherer prometheus.Gatherer, streaming 
 		s.mux.Handle("/attach/", streaming)
 		s.mux.Handle("/portForward/", streaming)
 	}
-	s.handler = logRequests(guard.Require(s.mux), log, clock.RealClock{}, false)
+	s.handler = logRequests(guard.Require(s.mux), log, clock.RealClock{})
 	s.tls = tlsConfig
 	return s
 }
