@@ -125,4 +125,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-
