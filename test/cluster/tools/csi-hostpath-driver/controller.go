@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -70,8 +71,12 @@ func (d *driver) CreateVolume(_ context.Context, r *csi.CreateVolumeRequest) (*c
 	if r.GetVolumeContentSource() != nil {
 		return nil, status.Error(codes.InvalidArgument, "volume_content_source: not supported (no snapshots or clones)")
 	}
-	if len(r.GetParameters()) > 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "parameters %v: this driver takes none", r.GetParameters())
+	for k := range r.GetParameters() {
+		// The provisioner's own (--extra-create-metadata: the claim's name
+		// and namespace) are information only.
+		if !strings.HasPrefix(k, "csi.storage.k8s.io/") {
+			return nil, status.Errorf(codes.InvalidArgument, "parameters: %q: unknown (this driver takes none)", k)
+		}
 	}
 	size, err := capacity(r.GetCapacityRange())
 	if err != nil {

@@ -125,3 +125,52 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+func TestCreateVolume(t *testing.T) {
+	st, err := openState(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &driver{name: "hp.test", nodeID: "n1", state: st}
+	ctx := context.Background()
+	req := &csi.CreateVolumeRequest{
+		Name:               "pvc-1",
+		VolumeCapabilities: []*csi.VolumeCapability{mountCap},
+		CapacityRange:      &csi.CapacityRange{RequiredBytes: 5 << 20},
+		Parameters:         map[string]string{"csi.storage.k8s.io/pvc/name": "c"},
+	}
+	first, err := d.CreateVolume(ctx, req)
+	if err != nil || first.Volume.CapacityBytes != 5<<20 {
+		t.Fatalf("CreateVolume = %v, %v; want 5MiB", first, err)
+	}
+	again, err := d.CreateVolume(ctx, req)
+	if err != nil || again.Volume.VolumeId != first.Volume.VolumeId {
+		t.Errorf("CreateVolume again = %v, %v; want volume %s", again, err, first.Volume.VolumeId)
+	}
+	bigger := &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: req.VolumeCapabilities, CapacityRange: &csi.CapacityRange{RequiredBytes: 6 << 20}}
+	if _, err := d.CreateVolume(ctx, bigger); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("CreateVolume of the name with more bytes: %v, want AlreadyExists", err)
+	}
+	block := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}, AccessMode: mountCap.AccessMode}
+	for what, bad := range map[string]*csi.CreateVolumeRequest{
+		"no name":   {VolumeCapabilities: req.VolumeCapabilities},
+		"block":     {Name: "b", VolumeCapabilities: []*csi.VolumeCapability{block}},
+		"no caps":   {Name: "c"},
+		"parameter": {Name: "p", VolumeCapabilities: req.VolumeCapabilities, Parameters: map[string]string{"type": "x"}},
+	} {
+		if _, err := d.CreateVolume(ctx, bad); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("CreateVolume %s: %v, want InvalidArgument", what, err)
+		}
+	}
+	for range 2 {
+		if _, err := d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: first.Volume.VolumeId}); err != nil {
+			t.Fatalf("DeleteVolume: %v", err)
+		}
+	}
+	if _, err := os.Stat(st.path(first.Volume.VolumeId)); !os.IsNotExist(err) {
+		t.Errorf("the volume's directory after DeleteVolume: %v, want it gone", err)
+	}
+	if _, err := d.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: first.Volume.VolumeId, VolumeCapabilities: req.VolumeCapabilities}); status.Code(err) != codes.NotFound {
+		t.Errorf("ValidateVolumeCapabilities of a deleted volume: %v, want NotFound", err)
+	}
+}
