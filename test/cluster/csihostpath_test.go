@@ -109,6 +109,16 @@ func TestCSIHostPathDriver(t *testing.T) {
 		t.Errorf("PV %s: capacity %d, want the claim's 1Gi", pv.Name, got)
 	}
 	t.Run("node", func(t *testing.T) { checkHostPathNode(ctx, t, drv, pv, filepath.Join(root, "pods")) })
+	// The node check restarted the driver, and the provisioner exits once
+	// it loses its connection, as upstream's sidecar does (its pod's
+	// restart reconnects it): start another.
+	if err := prov.Stop(); err != nil {
+		t.Logf("stop the provisioner that lost its driver: %v", err)
+	}
+	prov, err = cp.StartCSIProvisioner(ctx, addons.CSIProvisioner, cluster.CSIProvisionerOptions{Endpoint: drv.Endpoint, DriverName: driverName})
+	if err != nil {
+		t.Fatalf("start the external-provisioner again: %v", err)
+	}
 	deleteClaim(ctx, t, admin, pv)
 	if _, err := os.Stat(volDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the volume's directory %s after its PV went: %v, want it gone", volDir, err)
@@ -173,7 +183,9 @@ func checkHostPathNode(ctx context.Context, t *testing.T, drv *cluster.CSIHostPa
 	if _, err := node.NodePublishVolume(cctx, publish); err != nil {
 		t.Fatalf("NodePublishVolume: %v", err)
 	}
-	if got := mountsUnder(t, dir); !slices.Equal(got, []string{staging, target}) {
+	published := []string{staging, target}
+	sort.Strings(published) // as mountsUnder lists them
+	if got := mountsUnder(t, dir); !slices.Equal(got, published) {
 		t.Errorf("mounted under %s: %q, want the staging and the target path", dir, got)
 	}
 	const content = "written through the target path\n"
@@ -198,7 +210,7 @@ func checkHostPathNode(ctx context.Context, t *testing.T, drv *cluster.CSIHostPa
 	if _, err := node.NodePublishVolume(cctx, publish); err != nil {
 		t.Errorf("NodePublishVolume again: %v", err)
 	}
-	if got := mountsUnder(t, dir); !slices.Equal(got, []string{staging, target}) {
+	if got := mountsUnder(t, dir); !slices.Equal(got, published) {
 		t.Errorf("mounted under %s after publishing again: %q, want the staging and the target path once each", dir, got)
 	}
 
