@@ -174,3 +174,39 @@ func TestCreateVolume(t *testing.T) {
 		t.Errorf("ValidateVolumeCapabilities of a deleted volume: %v, want NotFound", err)
 	}
 }
+
+// TestEphemeral publishes an inline ephemeral volume: made by the publish,
+// mounted at the target, deleted by the unpublish.
+func TestEphemeral(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root: it bind-mounts")
+	}
+	dir := t.TempDir()
+	target := filepath.Join(dir, "pod", "mount")
+	t.Cleanup(func() { _ = unmountAll(target) })
+	st, err := openState(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &driver{name: "hp.test", nodeID: "n1", state: st}
+	ctx := context.Background()
+	const id = "csi-0123abcd"
+	pub := &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap, VolumeContext: map[string]string{ephemeralKey: "true"}}
+	for range 2 {
+		if _, err := d.NodePublishVolume(ctx, pub); err != nil {
+			t.Fatalf("NodePublishVolume: %v", err)
+		}
+	}
+	if same, err := sameFile(target, st.path(id)); err != nil || !same {
+		t.Errorf("target is the ephemeral volume's directory: %v, %v", same, err)
+	}
+	if _, err := d.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		t.Fatalf("NodeUnpublishVolume: %v", err)
+	}
+	if _, err := os.Stat(st.path(id)); !os.IsNotExist(err) {
+		t.Errorf("the ephemeral volume after unpublish: %v, want it gone", err)
+	}
+	if m, err := mountAt(target); err != nil || m != nil {
+		t.Errorf("%s: mounted (%v, %v) after unpublish", target, m, err)
+	}
+}
