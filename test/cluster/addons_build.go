@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/berth-dev/berth/internal/buildcache"
@@ -16,7 +17,8 @@ import (
 // Addons are the paths of the programs that make Services and cluster DNS
 // work in a test cluster, of metrics-server, of the upstream DRA test
 // driver (a kubelet plugin, run with StartDRATestDriver), and of the CSI
-// programs StartCSIMockDriver and StartCSIProvisioner run.
+// programs StartCSIMockDriver, StartCSIHostPathDriver and
+// StartCSIProvisioner run.
 type Addons struct {
 	KubeProxy     string
 	CoreDNS       string
@@ -27,6 +29,9 @@ type Addons struct {
 	// CSIMockDriver is the CSI mock driver of Kubernetes' storage e2e
 	// tests with a registration socket of its own (see its module).
 	CSIMockDriver string
+	// CSIHostPathDriver is this project's host path CSI driver: volumes
+	// are directories it bind-mounts (StartCSIHostPathDriver).
+	CSIHostPathDriver string
 }
 
 // addon is one program built from a Go module of its own under tools/: the
@@ -42,20 +47,26 @@ type addon struct {
 	// go.mod and go.sum pin only what it imports. (CoreDNS's main, older
 	// than this, keeps the key it had.)
 	ownSources bool
+	// uses are the modules under tools/ that the module's go.mod replaces
+	// with their directories: their go.mod, go.sum and .go files are part
+	// of its cache key too.
+	uses []string
 }
 
 func addonList() []addon {
 	return []addon{
-		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes", false},
+		{"kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", "k8s.io/kubernetes", false, nil},
 		// Its own main package: CoreDNS with the few plugins the tests use.
-		{"coredns", ".", "", false},
-		{"metrics-server", "sigs.k8s.io/metrics-server/cmd/metrics-server", "", false},
+		{"coredns", ".", "", false, nil},
+		{"metrics-server", "sigs.k8s.io/metrics-server/cmd/metrics-server", "", false, nil},
 		// Stamped like kube-proxy: the driver's client reports the release.
-		{"dra-test-driver", "k8s.io/kubernetes/test/e2e/dra/test-driver", "k8s.io/kubernetes", false},
+		{"dra-test-driver", "k8s.io/kubernetes/test/e2e/dra/test-driver", "k8s.io/kubernetes", false, nil},
 		// Not a Kubernetes component: its own release is not stamped.
-		{"csi-provisioner", "github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner", "", false},
+		{"csi-provisioner", "github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner", "", false, nil},
 		// Its own main package around k8s.io/kubernetes's mock driver.
-		{"csi-mock-driver", ".", "", true},
+		{"csi-mock-driver", ".", "", true, []string{"csi-registrar"}},
+		// This project's own driver.
+		{"csi-hostpath-driver", ".", "", true, []string{"csi-registrar"}},
 	}
 }
 
@@ -102,12 +113,13 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 		paths[ad.name] = p
 	}
 	return Addons{
-		KubeProxy:      paths["kube-proxy"],
-		CoreDNS:        paths["coredns"],
-		MetricsServer:  paths["metrics-server"],
-		DRATestDriver:  paths["dra-test-driver"],
-		CSIProvisioner: paths["csi-provisioner"],
-		CSIMockDriver:  paths["csi-mock-driver"],
+		KubeProxy:         paths["kube-proxy"],
+		CoreDNS:           paths["coredns"],
+		MetricsServer:     paths["metrics-server"],
+		DRATestDriver:     paths["dra-test-driver"],
+		CSIProvisioner:    paths["csi-provisioner"],
+		CSIMockDriver:     paths["csi-mock-driver"],
+		CSIHostPathDriver: paths["csi-hostpath-driver"],
 	}, nil
 }
 
@@ -115,7 +127,11 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 // directory's lock if it is not there yet.
 func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer) (string, error) {
 	mod := filepath.Join(tools, ad.name)
-	key, err := addonKey(mod, ad.ownSources)
+	var uses []string
+	for _, u := range ad.uses {
+		uses = append(uses, filepath.Join(tools, u))
+	}
+	key, err := addonKey(mod, ad.ownSources, uses...)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", ad.name, err)
 	}
@@ -163,8 +179,9 @@ func buildAddon(ctx context.Context, tools, root string, ad addon, log io.Writer
 }
 
 // addonKey is the cache key of the module in dir: the hash of its go.mod
-// and go.sum, and with ownSources of its .go files too.
-func addonKey(dir string, ownSources bool) (string, error) {
+// and go.sum, and with ownSources of its .go files (tests aside) and of
+// the modules in the directories uses too.
+func addonKey(dir string, ownSources bool, uses ...string) (string, error) {
 	key, err := buildcache.ModuleHash(dir)
 	if err != nil || !ownSources {
 		return key, err
@@ -176,12 +193,22 @@ func addonKey(dir string, ownSources bool) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "module %s\n", key)
 	for _, f := range files { // sorted by Glob
+		if strings.HasSuffix(f, "_test.go") { // not in the binary
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return "", err
 		}
 		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
 		h.Write(data)
+	}
+	for _, u := range uses {
+		ukey, err := addonKey(u, true)
+		if err != nil {
+			return "", fmt.Errorf("module %s it uses: %w", filepath.Base(u), err)
+		}
+		fmt.Fprintf(h, "uses %s %s\n", filepath.Base(u), ukey)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }

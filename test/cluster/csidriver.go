@@ -39,30 +39,45 @@ type CSIMockDriverOptions struct {
 	PluginsDir string
 }
 
-// CSIMockDriver is the CSI mock driver of Kubernetes' storage e2e tests
-// with a registration socket as node-driver-registrar serves one, run as a
-// host process for one node (tools/csi-mock-driver says why not the host
-// path driver). Its volumes live in its memory: NodePublishVolume creates
-// the target directory and mounts nothing, and a restart forgets them.
-type CSIMockDriver struct {
+// CSIPlugin is a CSI driver run as a host process for one node, with
+// the sockets a node finds it by.
+type CSIPlugin struct {
 	proc *process
 	Name string
 	// Endpoint is the CSI socket; RegistrationSocket ("" if none) is where
 	// the node finds it.
 	Endpoint, RegistrationSocket string
+
+	// How to start it (again).
+	base, bin, logPath string
+	args               []string
+}
+
+// CSIMockDriver is the CSI mock driver of Kubernetes' storage e2e tests
+// with a registration socket as node-driver-registrar serves one, run as a
+// host process for one node. Its volumes live in its memory:
+// NodePublishVolume creates the target directory and mounts nothing, and a
+// restart forgets them. CSIHostPathDriver is one that mounts.
+type CSIMockDriver struct {
+	CSIPlugin
+}
+
+// checkCSIPluginOptions checks what every CSI driver's options hold.
+func checkCSIPluginOptions(what, name, pluginsDir, registryDir string) error {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return fmt.Errorf("%s: DriverName %q: not a name", what, name)
+	}
+	if !filepath.IsAbs(pluginsDir) {
+		return fmt.Errorf("%s: PluginsDir %q: not an absolute path", what, pluginsDir)
+	}
+	if registryDir != "" && !filepath.IsAbs(registryDir) {
+		return fmt.Errorf("%s: RegistryDir %q: not an absolute path", what, registryDir)
+	}
+	return nil
 }
 
 func (o CSIMockDriverOptions) validate() error {
-	if o.DriverName == "" || strings.ContainsAny(o.DriverName, "/\x00") || o.DriverName == "." || o.DriverName == ".." {
-		return fmt.Errorf("CSI mock driver: DriverName %q: not a name", o.DriverName)
-	}
-	if !filepath.IsAbs(o.PluginsDir) {
-		return fmt.Errorf("CSI mock driver: PluginsDir %q: not an absolute path", o.PluginsDir)
-	}
-	if o.RegistryDir != "" && !filepath.IsAbs(o.RegistryDir) {
-		return fmt.Errorf("CSI mock driver: RegistryDir %q: not an absolute path", o.RegistryDir)
-	}
-	return nil
+	return checkCSIPluginOptions("CSI mock driver", o.DriverName, o.PluginsDir, o.RegistryDir)
 }
 
 // StartCSIMockDriver starts the CSI mock driver (bin, from
@@ -73,27 +88,105 @@ func (c *ControlPlane) StartCSIMockDriver(ctx context.Context, bin string, o CSI
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	d := &CSIMockDriver{Name: o.DriverName, Endpoint: filepath.Join(o.PluginsDir, o.DriverName, "csi.sock")}
-	dirs := []string{filepath.Dir(d.Endpoint)}
-	args := []string{"--endpoint=unix://" + d.Endpoint, "--drivername=" + o.DriverName, "--v=5"}
-	if o.RegistryDir != "" {
-		d.RegistrationSocket = filepath.Join(o.RegistryDir, o.DriverName+"-reg.sock")
-		dirs = append(dirs, o.RegistryDir)
-		args = append(args, "--registration-dir="+o.RegistryDir)
-	}
-	for _, dir := range dirs {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("CSI mock driver: %w", err)
-		}
-	}
-	base := "csi-mock-driver-" + o.DriverName
-	var err error
-	d.proc, err = startProcess(base, filepath.Join(c.dir, "logs", base+".log"), bin, args...)
+	p, err := c.startCSIPlugin(ctx, bin, "csi-mock-driver", o.DriverName, o.PluginsDir, o.RegistryDir)
 	if err != nil {
 		return nil, err
 	}
-	err = waitProcess(ctx, time.Minute, d.proc, base, func(ctx context.Context) error {
-		for _, sock := range []string{d.Endpoint, d.RegistrationSocket} {
+	return &CSIMockDriver{CSIPlugin: *p}, nil
+}
+
+// CSIHostPathDriverOptions configure the host path CSI driver of one node.
+// The directories are absolute.
+type CSIHostPathDriverOptions struct {
+	// DriverName is the driver's name (GetPluginInfo, the registration,
+	// a StorageClass's provisioner). Give each test its own.
+	DriverName string
+	// NodeID is what NodeGetInfo reports: the node's name.
+	NodeID string
+	// StateDir holds the volumes, <StateDir>/volumes/<id>, and what the
+	// driver knows of them: a driver restarted on it knows them still.
+	StateDir string
+	// PluginsDir holds the CSI socket, <PluginsDir>/<DriverName>/csi.sock.
+	PluginsDir string
+	// RegistryDir is the node's plugin registration directory, where
+	// <DriverName>-reg.sock goes. Empty: the driver does not register.
+	RegistryDir string
+}
+
+func (o CSIHostPathDriverOptions) validate() error {
+	const what = "CSI host path driver"
+	if err := checkCSIPluginOptions(what, o.DriverName, o.PluginsDir, o.RegistryDir); err != nil {
+		return err
+	}
+	if o.NodeID == "" {
+		return fmt.Errorf("%s: NodeID: required", what)
+	}
+	if !filepath.IsAbs(o.StateDir) {
+		return fmt.Errorf("%s: StateDir %q: not an absolute path", what, o.StateDir)
+	}
+	return nil
+}
+
+// CSIHostPathDriver is this project's host path CSI driver
+// (tools/csi-hostpath-driver) run as a host process for one node: its
+// volumes are directories under StateDir, which NodeStageVolume and
+// NodePublishVolume bind-mount, and it registers as node-driver-registrar
+// would.
+type CSIHostPathDriver struct {
+	CSIPlugin
+	StateDir string
+}
+
+// StartCSIHostPathDriver starts the host path CSI driver (bin, from
+// Addons.CSIHostPathDriver), logging to
+// c.Dir()/logs/csi-hostpath-driver-<name>.log, and returns once its
+// sockets accept connections. ctx bounds the start only. The driver runs
+// as root: it mounts.
+func (c *ControlPlane) StartCSIHostPathDriver(ctx context.Context, bin string, o CSIHostPathDriverOptions) (*CSIHostPathDriver, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	p, err := c.startCSIPlugin(ctx, bin, "csi-hostpath-driver", o.DriverName, o.PluginsDir, o.RegistryDir,
+		"--nodeid="+o.NodeID, "--state-dir="+o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	return &CSIHostPathDriver{CSIPlugin: *p, StateDir: o.StateDir}, nil
+}
+
+// startCSIPlugin starts program (bin) as the CSI driver name with its
+// socket under pluginsDir, registering in registryDir if that is not "",
+// with the further flags args.
+func (c *ControlPlane) startCSIPlugin(ctx context.Context, bin, program, name, pluginsDir, registryDir string, args ...string) (*CSIPlugin, error) {
+	p := &CSIPlugin{Name: name, Endpoint: filepath.Join(pluginsDir, name, "csi.sock"), bin: bin, base: program + "-" + name}
+	p.logPath = filepath.Join(c.dir, "logs", p.base+".log")
+	dirs := []string{filepath.Dir(p.Endpoint)}
+	p.args = append([]string{"--endpoint=unix://" + p.Endpoint, "--drivername=" + name, "--v=5"}, args...)
+	if registryDir != "" {
+		p.RegistrationSocket = filepath.Join(registryDir, name+"-reg.sock")
+		dirs = append(dirs, registryDir)
+		p.args = append(p.args, "--registration-dir="+registryDir)
+	}
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("%s: %w", program, err)
+		}
+	}
+	if err := p.start(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// start runs the driver and waits for its sockets to accept connections.
+func (p *CSIPlugin) start(ctx context.Context) error {
+	var err error
+	p.proc, err = startProcess(p.base, p.logPath, p.bin, p.args...)
+	if err != nil {
+		return err
+	}
+	err = waitProcess(ctx, time.Minute, p.proc, p.base, func(ctx context.Context) error {
+		for _, sock := range []string{p.Endpoint, p.RegistrationSocket} {
 			if sock == "" {
 				continue
 			}
@@ -107,23 +200,33 @@ func (c *ControlPlane) StartCSIMockDriver(ctx context.Context, bin string, o CSI
 		return nil
 	})
 	if err != nil {
-		d.Stop()
-		return nil, err
+		p.Stop()
+		return err
 	}
-	return d, nil
+	return nil
+}
+
+// Restart stops the driver and starts it again as it was started (its
+// log goes on in the same file), returning once its sockets accept
+// connections. ctx bounds the start only.
+func (p *CSIPlugin) Restart(ctx context.Context) error {
+	if err := p.Stop(); err != nil {
+		return fmt.Errorf("restart %s: %w", p.base, err)
+	}
+	return p.start(ctx)
 }
 
 // Stop stops the driver (SIGTERM: it removes its sockets). Safe to call
 // twice.
-func (d *CSIMockDriver) Stop() error {
-	if d.proc == nil {
+func (p *CSIPlugin) Stop() error {
+	if p.proc == nil {
 		return nil
 	}
-	return d.proc.stop(stopGrace)
+	return p.proc.stop(stopGrace)
 }
 
-// Log is the path of the driver's log: every CSI call, request and reply.
-func (d *CSIMockDriver) Log() string { return d.proc.Log }
+// Log is the path of the driver's log: every CSI call.
+func (p *CSIPlugin) Log() string { return p.logPath }
 
 // CSIProvisionerOptions configure an external-provisioner.
 type CSIProvisionerOptions struct {

@@ -81,8 +81,8 @@ func TestCSIMockDriver(t *testing.T) {
 		drv.Stop()
 	})
 
-	t.Run("registration", func(t *testing.T) { checkCSIRegistration(ctx, t, drv) })
-	t.Run("CSI identity and node", func(t *testing.T) { checkCSIIdentity(ctx, t, drv) })
+	t.Run("registration", func(t *testing.T) { checkCSIRegistration(ctx, t, &drv.CSIPlugin) })
+	t.Run("CSI identity and node", func(t *testing.T) { checkCSIIdentity(ctx, t, &drv.CSIPlugin) })
 
 	if _, err := cp.CreateCSIDriver(ctx, driverName); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func provLog(p *cluster.CSIProvisioner) string {
 
 // checkCSIRegistration asks the registration socket what the kubelet's
 // plugin watcher asks of a CSI driver's registrar.
-func checkCSIRegistration(ctx context.Context, t *testing.T, drv *cluster.CSIMockDriver) {
+func checkCSIRegistration(ctx context.Context, t *testing.T, drv *cluster.CSIPlugin) {
 	conn, err := grpc.NewClient("unix:"+drv.RegistrationSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +155,8 @@ func checkCSIRegistration(ctx context.Context, t *testing.T, drv *cluster.CSIMoc
 }
 
 // checkCSIIdentity asks the CSI socket the registration names what a node
-// asks a CSI driver first.
-func checkCSIIdentity(ctx context.Context, t *testing.T, drv *cluster.CSIMockDriver) {
+// asks a CSI driver first, and returns its node ID.
+func checkCSIIdentity(ctx context.Context, t *testing.T, drv *cluster.CSIPlugin) string {
 	conn, err := grpc.NewClient("unix:"+drv.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +192,7 @@ func checkCSIIdentity(ctx context.Context, t *testing.T, drv *cluster.CSIMockDri
 	if ni.NodeId == "" {
 		t.Error("NodeGetInfo: empty node ID")
 	}
+	return ni.NodeId
 }
 
 // checkProvisioned creates a StorageClass of driver bound as mode and a

@@ -2,17 +2,16 @@
 // Kubernetes' own storage e2e tests (k8s.io/kubernetes
 // test/e2e/storage/drivers/csi-test, the same release as the control plane)
 // served on a unix socket, with a plugin registration socket beside it.
-// The host path driver and node-driver-registrar are not served by the
-// module proxy this project reaches, so this stands in for both; it keeps
-// its volumes in memory and mounts nothing.
+// node-driver-registrar is not served by the module proxy this project
+// reaches: ../csi-registrar does its part. This driver keeps its volumes in
+// memory and mounts nothing; ../csi-hostpath-driver is one that mounts.
 module github.com/berth-dev/berth/test/cluster/tools/csi-mock-driver
 
 go 1.26.0
 
 require (
-	google.golang.org/grpc v1.79.3
+	github.com/berth-dev/berth/test/cluster/tools/csi-registrar v0.0.0
 	k8s.io/klog/v2 v2.140.0
-	k8s.io/kubelet v0.36.3
 	k8s.io/kubernetes v1.36.3
 )
 
@@ -30,9 +29,11 @@ require (
 	golang.org/x/sys v0.40.0 // indirect
 	golang.org/x/text v0.33.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260128011058-8636f8732409 // indirect
+	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	k8s.io/kubelet v0.36.3 // indirect
 )
 
 // k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
@@ -72,3 +73,6 @@ replace (
 	k8s.io/sample-controller => k8s.io/sample-controller v0.36.3
 	k8s.io/streaming => k8s.io/streaming v0.36.3
 )
+
+// The registration socket's server, shared with csi-hostpath-driver.
+replace github.com/berth-dev/berth/test/cluster/tools/csi-registrar => ../csi-registrar

@@ -10,19 +10,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"google.golang.org/grpc"
+	"github.com/berth-dev/berth/test/cluster/tools/csi-registrar"
 	"k8s.io/klog/v2"
-	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/driver"
 	"k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
 )
@@ -59,7 +56,7 @@ func run(endpoint, name, regDir string) error {
 	// attachRequired false tells the node.
 	svc := service.New(service.Config{DriverName: name, DisableAttach: true})
 	csiDriver := driver.NewCSIDriver(&driver.CSIDriverServers{Controller: svc, Identity: svc, Node: svc})
-	l, err := listenUnix(sock)
+	l, err := registrar.ListenUnix(sock)
 	if err != nil {
 		return err
 	}
@@ -70,64 +67,22 @@ func run(endpoint, name, regDir string) error {
 	defer csiDriver.Stop()
 	klog.InfoS("serving CSI", "driver", name, "endpoint", sock)
 
+	refused := make(<-chan string)
 	if regDir != "" {
-		regSock := filepath.Join(regDir, name+"-reg.sock")
-		rl, err := listenUnix(regSock)
+		reg, err := registrar.Start(regDir, name, sock)
 		if err != nil {
 			return err
 		}
-		srv := grpc.NewServer()
-		registerapi.RegisterRegistrationServer(srv, &registration{name: name, endpoint: sock})
-		go func() {
-			if err := srv.Serve(rl); err != nil {
-				klog.ErrorS(err, "registration server")
-			}
-		}()
-		defer os.Remove(regSock)
-		defer srv.Stop()
-		klog.InfoS("serving registration", "socket", regSock)
+		defer reg.Stop()
+		refused = reg.Refused()
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case msg := <-refused:
+		// As node-driver-registrar does: exit non-zero, so that whoever
+		// runs the driver sees the failure.
+		return fmt.Errorf("the node refused the registration: %s", msg)
+	}
 	klog.InfoS("stopping")
 	return nil
-}
-
-// listenUnix listens on path, replacing a socket a killed run left there.
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove the old socket: %w", err)
-	}
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-	return l, nil
-}
-
-// registration answers a kubelet's plugin watcher as node-driver-registrar
-// does.
-type registration struct {
-	registerapi.UnimplementedRegistrationServer
-	name, endpoint string
-}
-
-func (r *registration) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
-	return &registerapi.PluginInfo{
-		Type:              registerapi.CSIPlugin,
-		Name:              r.name,
-		Endpoint:          r.endpoint,
-		SupportedVersions: []string{"1.0.0"},
-	}, nil
-}
-
-// NotifyRegistrationStatus exits on a refused registration, as
-// node-driver-registrar does, so that whoever runs it sees the failure.
-func (r *registration) NotifyRegistrationStatus(_ context.Context, st *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
-	if !st.PluginRegistered {
-		klog.ErrorS(nil, "registration refused", "error", st.Error)
-		klog.Flush()
-		os.Exit(1)
-	}
-	klog.InfoS("registered")
-	return &registerapi.RegistrationStatusResponse{}, nil
 }
