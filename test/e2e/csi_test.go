@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,50 +19,80 @@ import (
 	"github.com/berth-dev/berth/test/cluster"
 )
 
-// csiNode is a cluster node with the CSI mock driver registered with it, a
+// csiNode is a cluster node with a CSI driver registered with it, a
 // provisioner for the driver and a StorageClass of it.
 type csiNode struct {
 	cn     *clusterNode
-	driver *cluster.CSIMockDriver
+	driver *cluster.CSIPlugin
 	class  string
+	// stateDir holds the host path driver's volumes; "" for the mock.
+	stateDir string
 }
 
+// csiDriverKind picks the CSI driver of a node.
+type csiDriverKind int
+
+const (
+	// csiMock is the CSI mock of Kubernetes' storage e2e tests: it mounts
+	// nothing, but counts and logs every call.
+	csiMock csiDriverKind = iota
+	// csiHostPath is the project's host path driver (test/cluster/tools):
+	// volumes are directories of its state dir, bind-mounted.
+	csiHostPath
+)
+
 // startCSINode starts berth as node name of cp (plugin registration in a
-// directory of the test's), the CSI mock driver for it under a name of the
-// test's own, its CSIDriver object, the external-provisioner and an
+// directory of the test's), a CSI driver of kind for it under a name of
+// the test's own, its CSIDriver object, the external-provisioner and an
 // Immediate StorageClass.
-func startCSINode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface, name string) *csiNode {
+func startCSINode(t *testing.T, cp *cluster.ControlPlane, client kubernetes.Interface, name string, kind csiDriverKind) *csiNode {
 	t.Helper()
 	addons := nodePluginAddons(t)
 	dir, registry := pluginSocketsDir(t, "berth-csi-")
 	cn := startClusterNode(t, cp, name, "--plugin-registration-dir", registry)
 	waitNodeReady(t, client, name, true, 90*time.Second)
 
-	driverName := fmt.Sprintf("e2e-%06x.csi-mock.berth.test", rand.IntN(1<<24))
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	d, err := cp.StartCSIMockDriver(ctx, addons.CSIMockDriver, cluster.CSIMockDriverOptions{
-		DriverName: driverName, RegistryDir: registry, PluginsDir: filepath.Join(dir, "plugins"),
-	})
-	if err != nil {
-		t.Fatalf("starting the CSI mock driver: %v", err)
+	cs := &csiNode{cn: cn}
+	driverName := fmt.Sprintf("e2e-%06x.csi-mock.berth.test", rand.IntN(1<<24))
+	plugins := filepath.Join(dir, "plugins")
+	switch kind {
+	case csiMock:
+		d, err := cp.StartCSIMockDriver(ctx, addons.CSIMockDriver, cluster.CSIMockDriverOptions{
+			DriverName: driverName, RegistryDir: registry, PluginsDir: plugins,
+		})
+		if err != nil {
+			t.Fatalf("starting the CSI mock driver: %v", err)
+		}
+		cs.driver = &d.CSIPlugin
+	case csiHostPath:
+		driverName = strings.Replace(driverName, "csi-mock", "csi-hostpath", 1)
+		d, err := cp.StartCSIHostPathDriver(ctx, addons.CSIHostPathDriver, cluster.CSIHostPathDriverOptions{
+			DriverName: driverName, NodeID: name, StateDir: filepath.Join(dir, "state"),
+			RegistryDir: registry, PluginsDir: plugins,
+		})
+		if err != nil {
+			t.Fatalf("starting the CSI host path driver: %v", err)
+		}
+		cs.driver, cs.stateDir = &d.CSIPlugin, d.StateDir
 	}
-	stopAfterTest(t, "CSI mock driver", d.Log(), d.Stop)
+	stopAfterTest(t, "CSI driver", cs.driver.Log(), cs.driver.Stop)
 	if _, err := cp.CreateCSIDriver(ctx, driverName); err != nil {
 		t.Fatal(err)
 	}
 	prov, err := cp.StartCSIProvisioner(ctx, addons.CSIProvisioner, cluster.CSIProvisionerOptions{
-		Endpoint: d.Endpoint, DriverName: driverName,
+		Endpoint: cs.driver.Endpoint, DriverName: driverName,
 	})
 	if err != nil {
 		t.Fatalf("starting the external-provisioner: %v", err)
 	}
 	stopAfterTest(t, "external-provisioner", prov.Log(), prov.Stop)
-	class := "berth-" + strings.SplitN(driverName, ".", 2)[0]
-	if _, err := cp.CreateStorageClass(ctx, class, driverName, storagev1.VolumeBindingImmediate); err != nil {
+	cs.class = "berth-" + strings.SplitN(driverName, ".", 2)[0]
+	if _, err := cp.CreateStorageClass(ctx, cs.class, driverName, storagev1.VolumeBindingImmediate); err != nil {
 		t.Fatal(err)
 	}
-	return &csiNode{cn: cn, driver: d, class: class}
+	return cs
 }
 
 // csiPodYAML is a PVC of class and a pod writing to it, beside a generic
@@ -114,7 +145,7 @@ spec:
 // lands in the published directory itself.
 func TestCSIMockVolumeCluster(t *testing.T) {
 	cp, client, _ := startControlPlane(t)
-	cs := startCSINode(t, cp, client, "berth-csi")
+	cs := startCSINode(t, cp, client, "berth-csi", csiMock)
 	waitFor(t, time.Minute, "the CSINode's driver", func() (bool, string) {
 		n, err := client.StorageV1().CSINodes().Get(t.Context(), "berth-csi", metav1.GetOptions{})
 		if err != nil {
@@ -178,4 +209,120 @@ func TestCSIMockVolumeCluster(t *testing.T) {
 	if _, err := client.CoreV1().PersistentVolumeClaims("default").Get(t.Context(), "data", metav1.GetOptions{}); err != nil {
 		t.Errorf("the PVC: %v", err)
 	}
+}
+
+// statefulSetYAML is a StatefulSet of one pod with a volume claim template
+// of class and a generic ephemeral volume of the same class. The container
+// writes a token to the claim's volume on its first start only and counts
+// its starts there, and marks its scratch volume.
+func statefulSetYAML(class string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: %[2]s
+        command: ["sh", "-c", "[ -f /data/token ] || cat /proc/sys/kernel/random/uuid > /data/token; echo $HOSTNAME >> /data/starts; echo scratch > /scratch/mark; sleep 3600"]
+        volumeMounts:
+        - {name: data, mountPath: /data}
+        - {name: scratch, mountPath: /scratch}
+      volumes:
+      - name: scratch
+        ephemeral:
+          volumeClaimTemplate:
+            spec:
+              storageClassName: %[1]s
+              accessModes: [ReadWriteOnce]
+              resources: {requests: {storage: 1Gi}}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      storageClassName: %[1]s
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+`, class, busybox)
+}
+
+// A StatefulSet's pod keeps its data across its deletion: with the host
+// path CSI driver (real bind mounts of the driver's directories), its pod
+// writes a token to the PVC of its claim template; the pod is deleted, the
+// StatefulSet controller makes it again, berth stages and publishes the
+// same volume for the new pod, and the token is there, written once. The
+// first pod's publication is gone from the host's mounts, and its generic
+// ephemeral volume went with it (the driver deleted its directory) while
+// the new pod got one of its own.
+func TestCSIHostPathStatefulSet(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	cs := startCSINode(t, cp, client, "berth-csi-hp", csiHostPath)
+	applyYAML(t, cp, statefulSetYAML(cs.class))
+	first := waitClusterPodRunning(t, client, "web-0", 3*time.Minute)
+	token := strings.TrimSpace(kubectl(t, cp, "exec", "web-0", "--", "cat", "/data/token"))
+	if len(token) != 36 {
+		t.Fatalf("token %q: not a UUID", token)
+	}
+	// The data is the driver's: the container wrote through the mounts.
+	written, _ := filepath.Glob(filepath.Join(cs.stateDir, "volumes", "*", "token"))
+	if len(written) != 1 {
+		t.Fatalf("token files in the driver's state: %v", written)
+	}
+	if b, err := os.ReadFile(written[0]); err != nil || strings.TrimSpace(string(b)) != token {
+		t.Fatalf("the driver's copy of the token: %q, %v; want %q", b, err, token)
+	}
+	firstScratch := scratchVolumes(t, cs.stateDir)
+	if len(firstScratch) != 1 {
+		t.Fatalf("scratch volumes in the driver's state: %v", firstScratch)
+	}
+
+	kubectl(t, cp, "delete", "pod", "web-0", "--wait=true", "--timeout=90s")
+	var second *v1.Pod
+	waitFor(t, 3*time.Minute, "web-0 made again and running", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(t.Context(), "web-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		second = p
+		return p.UID != first.UID && p.Status.Phase == v1.PodRunning && podReady(p), describe(p)
+	})
+	if got := strings.TrimSpace(kubectl(t, cp, "exec", "web-0", "--", "cat", "/data/token")); got != token {
+		t.Errorf("token after the pod was made again: %q, want %q", got, token)
+	}
+	if starts := strings.Fields(kubectl(t, cp, "exec", "web-0", "--", "cat", "/data/starts")); len(starts) != 2 {
+		t.Errorf("starts recorded on the volume: %q, want two", starts)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), string(first.UID)) {
+		t.Errorf("a mount of the deleted pod %s is left", first.UID)
+	}
+	if !strings.Contains(string(mounts), string(second.UID)) {
+		t.Errorf("no mount of the new pod %s", second.UID)
+	}
+	waitFor(t, time.Minute, "the first pod's scratch volume deleted, the new pod's there", func() (bool, string) {
+		now := scratchVolumes(t, cs.stateDir)
+		return len(now) == 1 && now[0] != firstScratch[0], fmt.Sprintf("%v (the first: %s)", now, firstScratch[0])
+	})
+}
+
+// scratchVolumes lists the driver's volumes that hold a scratch mark.
+func scratchVolumes(t *testing.T, stateDir string) []string {
+	t.Helper()
+	marks, err := filepath.Glob(filepath.Join(stateDir, "volumes", "*", "mark"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vols []string
+	for _, m := range marks {
+		vols = append(vols, filepath.Base(filepath.Dir(m)))
+	}
+	return vols
 }
