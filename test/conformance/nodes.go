@@ -142,6 +142,8 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		"--pod-logs-dir", filepath.Join(n.Root, "pod-logs"),
 		"--device-plugin-dir", filepath.Join(n.Root, "device-plugins"),
 		"--pod-resources-dir", filepath.Join(n.Root, "pod-resources"),
+		// Not the host's plugins_registry: two nodes share this host.
+		"--plugin-registration-dir", filepath.Join(n.Root, "plugins_registry"),
 		"--node-name", n.Name,
 		"--kubeconfig", kubeconfig,
 		"--node-ip", n.IP,

@@ -222,6 +222,9 @@ func (n *node) startQuiet(env ...string) *exec.Cmd {
 		"--cgroup-root", n.cgroupRoot,
 		"--device-plugin-dir", n.devicePlugins,
 		"--pod-resources-dir", n.podResources,
+		// Its own, never the host's plugins_registry: a test that runs a
+		// plugin gives its own directory (a later flag wins).
+		"--plugin-registration-dir", filepath.Join(n.root, "plugins_registry"),
 	)
 	if n.cidr != "" {
 		cmd.Args = append(cmd.Args, "--pod-cidr", n.cidr)
