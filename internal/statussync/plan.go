@@ -199,9 +199,15 @@ func ownedByKubelet(t v1.PodConditionType) bool {
 }
 
 // Merge is the status to post: berth's, with the conditions berth does not
-// own kept from the API server's (the kubelet's mergePodStatus).
+// own and the claim statuses kept from the API server's (the kubelet's
+// mergePodStatus). The resource claim controller and the scheduler write
+// the claim statuses; a patch that dropped them would be refused whole by
+// the NodeRestriction admission ("cannot update resource claim statuses").
 func Merge(api, berth v1.PodStatus) v1.PodStatus {
 	out := *berth.DeepCopy()
+	out.ResourceClaimStatuses = api.ResourceClaimStatuses
+	out.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
+	out.NodeAllocatableResourceClaimStatuses = api.NodeAllocatableResourceClaimStatuses
 	has := map[v1.PodConditionType]bool{}
 	for _, c := range out.Conditions {
 		has[c.Type] = true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -134,6 +135,30 @@ func TestMergeKeepsOthersConditions(t *testing.T) {
 	if types[v1.PodReady] != v1.ConditionFalse || types[v1.PodScheduled] != v1.ConditionTrue ||
 		types[v1.DisruptionTarget] != v1.ConditionTrue || len(got.Conditions) != 3 {
 		t.Errorf("merged conditions = %v", got.Conditions)
+	}
+}
+
+// The claim statuses are the controllers': kept as the API server has them,
+// whatever berth's own status says.
+func TestMergeKeepsClaimStatuses(t *testing.T) {
+	name := "pod-gpu-abc12"
+	api := v1.PodStatus{
+		ResourceClaimStatuses:       []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}},
+		ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "pod-extended-resources-x"},
+		NodeAllocatableResourceClaimStatuses: []v1.NodeAllocatableResourceClaimStatus{
+			{ResourceClaimName: "pod-node-x"},
+		},
+	}
+	berth := v1.PodStatus{Phase: v1.PodRunning}
+	got := Merge(api, berth)
+	if !apiequality.Semantic.DeepEqual(got.ResourceClaimStatuses, api.ResourceClaimStatuses) ||
+		!apiequality.Semantic.DeepEqual(got.ExtendedResourceClaimStatus, api.ExtendedResourceClaimStatus) ||
+		!apiequality.Semantic.DeepEqual(got.NodeAllocatableResourceClaimStatuses, api.NodeAllocatableResourceClaimStatuses) {
+		t.Errorf("merged claim statuses = %+v, %+v, %+v; want the API server's", got.ResourceClaimStatuses,
+			got.ExtendedResourceClaimStatus, got.NodeAllocatableResourceClaimStatuses)
+	}
+	if got.Phase != v1.PodRunning {
+		t.Errorf("phase = %s, want berth's", got.Phase)
 	}
 }
 

@@ -350,32 +350,45 @@ spec:
 
 // A pod that ran to completion holds its claim no more: berth unprepares
 // it (the driver's CDI spec goes) while the pod object is still there, as
-// the kubelet does once a pod is terminal.
+// the kubelet does once a pod is terminal. Its claim comes from a
+// ResourceClaimTemplate: the resource claim controller records the claim
+// it made in the pod's status.resourceClaimStatuses, which berth's status
+// patches must keep (the API server refuses a node's patch that drops
+// them, so the pod never showed Succeeded before berth kept them).
 func TestDRACompletedPodUnprepared(t *testing.T) {
 	cp, client, _ := startControlPlane(t)
 	dn := startDRANode(t, cp, client, "berth-dra-done")
 	dn.waitSlice(t, client, true)
-	claim := strings.SplitN(draClaimYAML(dn.class, dn.driver.Name), "---\n", 2)[0]
-	applyYAML(t, cp, claim+fmt.Sprintf(`---
+	applyYAML(t, cp, fmt.Sprintf(`apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: one
+        exactly: {deviceClassName: %s}
+---
 apiVersion: v1
 kind: Pod
 metadata: {name: done}
 spec:
   restartPolicy: Never
   resourceClaims:
-  - {name: gpu, resourceClaimName: gpu}
+  - {name: gpu, resourceClaimTemplateName: gpu}
   containers:
   - name: main
     image: %s
-    command: ["sh", "-c", "test \"$claim_gpu_one\" = true"]
+    # The driver names its variable after the claim the controller made.
+    command: ["sh", "-c", "env | grep -q '^claim_done_gpu_[a-z0-9]*_one=true$'"]
     resources: {claims: [{name: gpu}]}
-`, busybox))
+`, dn.class, busybox))
 	waitFor(t, 3*time.Minute, "done Succeeded (it saw its claim's environment)", func() (bool, string) {
 		p, err := client.CoreV1().Pods("default").Get(t.Context(), "done", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		return p.Status.Phase == v1.PodSucceeded, describe(p)
+		return p.Status.Phase == v1.PodSucceeded && len(p.Status.ResourceClaimStatuses) == 1, describe(p)
 	})
 	waitFor(t, 2*time.Minute, "the completed pod's claim unprepared", func() (bool, string) {
 		left, _ := filepath.Glob(filepath.Join(cdiSpecDir, dn.driver.Name+"-*.json"))
