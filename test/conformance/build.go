@@ -290,11 +290,12 @@ func lastBytes(b []byte, n int) []byte {
 }
 
 // StandIns are test/conformance's own programs, static, that the images
-// carry in place of upstream's: curl, dig, getent and nc.
-type StandIns struct{ Curl, Dig, Getent, Nc string }
+// carry in place of upstream's: curl, dig, getent, nc and hostpathplugin
+// (its proxy mode only).
+type StandIns struct{ Curl, Dig, Getent, Nc, Hostpathplugin string }
 
-// BuildStandIns builds test/conformance/curl, dig, getent and nc, static,
-// into dir.
+// BuildStandIns builds test/conformance/curl, dig, getent, nc and
+// hostpathplugin, static, into dir.
 func BuildStandIns(ctx context.Context, dir string, log io.Writer) (StandIns, error) {
 	repo, err := RepoRoot()
 	if err != nil {
@@ -306,7 +307,7 @@ func BuildStandIns(ctx context.Context, dir string, log io.Writer) (StandIns, er
 	for _, p := range []struct {
 		name string
 		out  *string
-	}{{"curl", &s.Curl}, {"dig", &s.Dig}, {"getent", &s.Getent}, {"nc", &s.Nc}} {
+	}{{"curl", &s.Curl}, {"dig", &s.Dig}, {"getent", &s.Getent}, {"nc", &s.Nc}, {"hostpathplugin", &s.Hostpathplugin}} {
 		*p.out = filepath.Join(dir, p.name)
 		if err := goRun(ctx, repo, true, log, "build", "-o", *p.out, "./test/conformance/"+p.name); err != nil {
 			return StandIns{}, err

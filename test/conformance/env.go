@@ -38,6 +38,7 @@ type Env struct {
 	Nodes    []*Node
 	Registry *Registry // the images, as a mirror of registry.k8s.io
 	reject   *serviceReject
+	hostDirs *hostDirs // draHostDirs before the run
 	bins     cluster.Binaries
 	dir      string
 	net      *nodeNet
@@ -61,6 +62,10 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 		return nil, fmt.Errorf("control plane dir: %w", err)
 	}
 	e := &Env{dir: dir, bins: cfg.Cluster}
+	if e.hostDirs, err = snapshotHostDirs(draHostDirs); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	if err := e.start(ctx, cfg); err != nil {
 		if cerr := e.Stop(); cerr != nil {
 			fmt.Fprintf(cfg.Log, "conformance: %v\n", cerr)
@@ -247,6 +252,12 @@ func (e *Env) Stop() error {
 		errs = append(errs, e.Nodes[i].Cleanup())
 	}
 	e.Nodes = nil
+	// The DRA specs' driver pods, gone with the nodes, leave their
+	// directories, sockets and CDI specs on the host.
+	if e.hostDirs != nil {
+		errs = append(errs, e.hostDirs.remove(draHostDirs))
+		e.hostDirs = nil
+	}
 	// kube-proxy removes its rules; CoreDNS its Service.
 	if e.DNS != nil {
 		errs = append(errs, e.DNS.Stop())

@@ -29,10 +29,16 @@ type ImageInputs struct {
 	Programs Programs
 	Pause    string // berth's berth-pause binary
 	Busybox  string // a static busybox (Debian's busybox-static)
-	StandIns        // curl, dig, getent and a netcat, which busybox lacks
+	StandIns        // curl, dig, getent, a netcat and hostpathplugin's proxy mode
 }
 
 const e2eRegistry = "registry.k8s.io/e2e-test-images/"
+
+// hostpathpluginImage is the image the DRA specs' driver pods run: the
+// newest hostpathplugin tag of test/e2e/testing-manifests/storage-csi, which
+// test/e2e/dra/utils/deploy.go puts in place of the manifest's
+// to-be-replaced.
+const hostpathpluginImage = "registry.k8s.io/sig-storage/hostpathplugin:v1.17.1"
 
 // Images lists what BuildImages writes. Images the selection needs but that
 // are absent on purpose (invalid.registry.k8s.io, the private registry) are
@@ -96,6 +102,16 @@ func Images() []Image {
 			From:       "k8s.io/kubernetes/test/images/nonewprivs (static, setuid root) on a busybox userland",
 			Substitute: "busybox userland instead of alpine",
 			build:      nonewprivsImage,
+		},
+		{
+			// The DRA specs' driver pods: sh, sleep, mkdir, rm, mv and
+			// base64 through exec, and /hostpathplugin's proxy mode.
+			Names: []string{hostpathpluginImage},
+			From:  "the busybox image with test/conformance/hostpathplugin at /hostpathplugin",
+			Substitute: "only the proxy mode of upstream's CSI host path driver (--endpoint, --proxy-endpoint: " +
+				"each unix socket client piped to the next connection on the TCP port), which is all the DRA specs run; " +
+				"busybox instead of alpine",
+			build: hostpathpluginImg,
 		},
 	}
 }
@@ -331,4 +347,15 @@ func nonewprivsImage(in ImageInputs) (ggcrv1.Image, error) {
 		c.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 		c.Cmd = []string{"nnp"}
 	})
+}
+
+// hostpathpluginImg holds the proxy-mode stand-in at /hostpathplugin, its
+// entrypoint as upstream's (the DRA specs override it with sh).
+func hostpathpluginImg(in ImageInputs) (ggcrv1.Image, error) {
+	data, err := os.ReadFile(in.StandIns.Hostpathplugin)
+	if err != nil {
+		return nil, fmt.Errorf("hostpathplugin: %w", err)
+	}
+	files := []imagebuild.File{{Path: "/hostpathplugin", Mode: 0o755, Data: data}}
+	return onBusybox(in.Busybox, files, func(c *ggcrv1.Config) { c.Entrypoint = []string{"/hostpathplugin"} })
 }

@@ -27,8 +27,9 @@ type RunConfig struct {
 }
 
 // interruptGrace is how long e2e.test gets after SIGINT to clean up its
-// namespaces and write its report before it is killed.
-const interruptGrace = 90 * time.Second
+// namespaces and write its report before it is killed (a variable for
+// the test of the kill).
+var interruptGrace = 90 * time.Second
 
 // Command is the program and arguments that run pass p, writing into dir:
 // e2e.test itself, or the ginkgo CLI running it on Procs processes.
@@ -100,6 +101,12 @@ func RunPass(ctx context.Context, c RunConfig, p Pass) (PassResult, error) {
 	cmd.WaitDelay = interruptGrace
 	start := time.Now()
 	runErr := cmd.Run()
+	// WaitDelay's SIGKILL reaches ginkgo only: its e2e.test processes, in
+	// its group, would outlive it, and go on running specs against a
+	// cluster being stopped. Once all is done the group is empty (ESRCH).
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	res, err := ReadJUnit(filepath.Join(dir, "junit_"+p.Name+"_01.xml"))
 	res.Pass, res.Duration, res.Dir = p.Name, time.Since(start), dir
 	if err != nil {

@@ -23,19 +23,29 @@ func Exclusions() []Exclusion {
 		{"Disruptive", "restarts or breaks nodes and control-plane components; never run on a shared machine"},
 		{"Flaky", "upstream marks the spec unreliable"},
 		{"Slow", "minutes each by design (up to 27 min); run them with FOCUS and LABEL_FILTER"},
-		{"Feature", "needs a cluster feature or add-on beyond base conformance (Feature:* labels)"},
+		{"Feature", "needs a cluster feature or add-on beyond base conformance (Feature:* labels), except " +
+			"Feature:" + draFeature + ", which the cluster has (DRA is on by default, berth runs DRA drivers)"},
 		{"Alpha", "needs an alpha feature gate, off in the control plane"},
 		{"BetaOffByDefault", "needs a beta feature gate that is off by default"},
 	}
 }
 
+// draDevicePluginSpecs are the DRA specs that deploy upstream's
+// sample-device-plugin image, which the harness does not build.
+const draDevicePluginSpecs = `\[DRA\].* device plugin`
+
+// draFeature is the one Feature label the cluster provides: the DRA specs
+// that run a test driver through the kubelet carry it.
+const draFeature = "DynamicResourceAllocation"
+
 // excludeFilter is the label filter that drops every exclusion. Feature
-// labels carry a value (Feature:SELinux), hence the key query.
+// labels carry a value (Feature:SELinux), hence the key query; a spec
+// needing DRA alone stays in.
 func excludeFilter() string {
 	var parts []string
 	for _, e := range Exclusions() {
 		if e.Label == "Feature" {
-			parts = append(parts, "Feature: isEmpty")
+			parts = append(parts, "Feature: isSubsetOf {"+draFeature+"}")
 			continue
 		}
 		parts = append(parts, "!"+e.Label)
@@ -56,7 +66,10 @@ type Selection struct {
 // also NodeConformance, then every such sig-network one (Services, DNS and
 // pod networking, which the harness's kube-proxy and CoreDNS provide),
 // then every such sig-storage one (volumes: the API objects of CSI and
-// what berth's volume manager mounts), then the Serial specs of all four.
+// what berth's volume manager mounts), then every DRA spec that is not
+// Conformance (the DRA test driver, deployed through hostpathplugin pods,
+// and what berth's DRA manager prepares), then the Serial specs of all
+// five.
 func (s Selection) Passes() []Pass {
 	filter := s.LabelFilter
 	if filter == "" {
@@ -73,14 +86,15 @@ func (s Selection) Passes() []Pass {
 			{Name: "focus-serial", LabelFilter: and(filter, "Serial"), Focus: []string{s.Focus}, Skip: skip, Serial: true},
 		}
 	}
-	const nodeConf, sigNodeConf, sigNetConf, sigStorageConf = "NodeConformance", "sig-node && Conformance",
-		"sig-network && Conformance", "sig-storage && Conformance"
+	const nodeConf, sigNodeConf, sigNetConf, sigStorageConf, dra = "NodeConformance", "sig-node && Conformance",
+		"sig-network && Conformance", "sig-storage && Conformance", "DRA"
 	return []Pass{
 		{Name: "node-conformance", LabelFilter: and(filter, nodeConf, "!Serial"), Skip: skip},
 		{Name: "sig-node-conformance", LabelFilter: and(filter, sigNodeConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-network-conformance", LabelFilter: and(filter, sigNetConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-storage-conformance", LabelFilter: and(filter, sigStorageConf, "!NodeConformance", "!Serial"), Skip: skip},
-		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+") || ("+sigStorageConf+")", "Serial"),
-			Skip: skip, Serial: true},
+		{Name: "dra", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "!Serial"), Skip: skip},
+		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+") || ("+sigStorageConf+") || "+dra, "Serial"),
+			Skip: append(skip, draDevicePluginSpecs), Serial: true},
 	}
 }

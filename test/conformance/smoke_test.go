@@ -148,8 +148,8 @@ func berthBin(t *testing.T) string {
 // TestSelection checks the passes the default selection and a focus make.
 func TestSelection(t *testing.T) {
 	def := Selection{}.Passes()
-	if len(def) != 5 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" ||
-		def[3].Name != "sig-storage-conformance" || def[4].Name != "serial" {
+	if len(def) != 6 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" ||
+		def[3].Name != "sig-storage-conformance" || def[4].Name != "dra" || def[5].Name != "serial" {
 		t.Fatalf("default passes = %+v", def)
 	}
 	for _, p := range def {
@@ -158,16 +158,25 @@ func TestSelection(t *testing.T) {
 				t.Errorf("pass %s does not exclude %s: %s", p.Name, e.Label, p.LabelFilter)
 			}
 		}
-		if !strings.Contains(p.LabelFilter, "Feature: isEmpty") {
+		if !strings.Contains(p.LabelFilter, "Feature: isSubsetOf {DynamicResourceAllocation}") {
 			t.Errorf("pass %s does not exclude Feature labels: %s", p.Name, p.LabelFilter)
 		}
 	}
-	if def[0].Serial || def[1].Serial || def[2].Serial || def[3].Serial || !def[4].Serial {
-		t.Errorf("only the serial pass is Serial: %+v", def)
+	for i, p := range def {
+		if p.Serial != (i == 5) {
+			t.Errorf("only the serial pass is Serial: %+v", def)
+		}
 	}
-	for _, sig := range []string{"(sig-network && Conformance)", "(sig-storage && Conformance)"} {
-		if !strings.Contains(def[4].LabelFilter, sig) {
-			t.Errorf("the serial pass leaves out %s's Serial specs: %s", sig, def[4].LabelFilter)
+	if !strings.Contains(def[4].LabelFilter, "(DRA) && (!Conformance)") {
+		t.Errorf("the dra pass does not select the DRA specs outside Conformance: %s", def[4].LabelFilter)
+	}
+	devicePlugin := "[sig-node] [DRA] [FeatureGate:DRAExtendedResource] [Beta] [Feature:DynamicResourceAllocation] process extended resources after device plugin uninstall [Serial]"
+	if len(def[5].Skip) != 1 || !regexp.MustCompile(def[5].Skip[0]).MatchString(devicePlugin) {
+		t.Errorf("the serial pass does not skip the DRA specs of the sample device plugin: %q", def[5].Skip)
+	}
+	for _, sig := range []string{"(sig-network && Conformance)", "(sig-storage && Conformance)", "|| DRA"} {
+		if !strings.Contains(def[5].LabelFilter, sig) {
+			t.Errorf("the serial pass leaves out %s's Serial specs: %s", sig, def[5].LabelFilter)
 		}
 	}
 	focus := Selection{Focus: "x", Skip: "y", LabelFilter: "Slow"}.Passes()
@@ -250,7 +259,7 @@ func TestImages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir, Kitten: kitten}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake, Nc: fake}}
+	in := ImageInputs{Programs: Programs{Agnhost: fake, Nonewprivs: fake, AgnhostTLS: dir, Kitten: kitten}, Pause: fake, Busybox: "/bin/busybox", StandIns: StandIns{Curl: fake, Dig: fake, Getent: fake, Nc: fake, Hostpathplugin: fake}}
 	files, err := BuildImages(in, filepath.Join(dir, "images"))
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +268,7 @@ func TestImages(t *testing.T) {
 	for _, f := range files {
 		names = append(names, filepath.Base(f))
 	}
-	want := "agnhost-2.63.0.tar agnhost-2.55.tar busybox-1.37.0-1.tar pause-3.10.2.tar nginx-1.15-4.tar nginx-1.27-0.tar glibc-dns-testing-2.0.0.tar nonroot-1.5.tar kitten-1.8.tar nonewprivs-1.4.tar"
+	want := "agnhost-2.63.0.tar agnhost-2.55.tar busybox-1.37.0-1.tar pause-3.10.2.tar nginx-1.15-4.tar nginx-1.27-0.tar glibc-dns-testing-2.0.0.tar nonroot-1.5.tar kitten-1.8.tar nonewprivs-1.4.tar hostpathplugin-v1.17.1.tar"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("tarballs = %s, want %s", got, want)
 	}
@@ -299,6 +308,14 @@ func TestImages(t *testing.T) {
 		case e2eRegistry + "nonroot:1.5":
 			if c.User != "1234" {
 				t.Errorf("nonroot user %q", c.User)
+			}
+		case hostpathpluginImage:
+			// The DRA specs exec it, and sh, mkdir, rm, mv and base64.
+			if mode := fileMode(t, img, "hostpathplugin"); mode&0o111 == 0 || strings.Join(c.Entrypoint, " ") != "/hostpathplugin" {
+				t.Errorf("hostpathplugin mode %#o entrypoint %q", mode, c.Entrypoint)
+			}
+			for _, f := range []string{"bin/sh", "bin/base64", "bin/mv", "bin/mkdir", "bin/rm", "bin/sleep"} {
+				fileMode(t, img, f)
 			}
 		case e2eRegistry + "nonewprivs:1.4":
 			if strings.Join(c.Cmd, " ") != "nnp" {
