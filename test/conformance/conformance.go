@@ -58,7 +58,7 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 			break
 		}
 		fmt.Fprintf(c.Log, "conformance: pass %s: label filter %q focus %q skip %q serial %v\n", p.Name, p.LabelFilter, p.Focus, p.Skip, p.Serial)
-		res, err := RunPass(ctx, rc, p)
+		res, err := runPass(ctx, env, rc, p)
 		s.Passes = append(s.Passes, res)
 		if err != nil {
 			s.Error = err.Error()
@@ -82,6 +82,20 @@ func Run(ctx context.Context, c Config) (Summary, error) {
 		errs = append(errs, err)
 	}
 	return s, errors.Join(errs...)
+}
+
+// runPass runs p, with the first node alone schedulable if p asks for it.
+func runPass(ctx context.Context, env *Env, rc RunConfig, p Pass) (PassResult, error) {
+	if !p.OneNode {
+		return RunPass(ctx, rc, p)
+	}
+	uncordon, err := env.OnlyFirstNode(ctx)
+	if err != nil {
+		return PassResult{Pass: p.Name}, err
+	}
+	res, err := RunPass(ctx, rc, p)
+	// The next pass needs every node, also after an interrupted one.
+	return res, errors.Join(err, uncordon(context.WithoutCancel(ctx)))
 }
 
 // prepare builds or finds every binary, writes the images and starts the

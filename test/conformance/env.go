@@ -198,6 +198,30 @@ func ready(n *v1.Node) bool {
 	return false
 }
 
+// OnlyFirstNode cordons every node but the first for a pass that needs
+// it alone schedulable (Pass.OneNode) and returns what uncordons them.
+func (e *Env) OnlyFirstNode(ctx context.Context) (func(context.Context) error, error) {
+	var names []string
+	for _, n := range e.Nodes[1:] {
+		names = append(names, n.Name)
+	}
+	set := func(ctx context.Context, verb string) error {
+		if len(names) == 0 {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if _, stderr, err := e.CP.Kubectl(ctx, append([]string{verb}, names...)...); err != nil {
+			return fmt.Errorf("kubectl %s %v: %w: %s", verb, names, err, stderr)
+		}
+		return nil
+	}
+	if err := set(ctx, "cordon"); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return set(ctx, "uncordon") }, nil
+}
+
 // Kubeconfig is the admin's kubeconfig, for e2e.test.
 func (e *Env) Kubeconfig() string { return e.CP.AdminKubeconfig() }
 

@@ -142,8 +142,6 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		"--pod-logs-dir", filepath.Join(n.Root, "pod-logs"),
 		"--device-plugin-dir", filepath.Join(n.Root, "device-plugins"),
 		"--pod-resources-dir", filepath.Join(n.Root, "pod-resources"),
-		// Not the host's plugins_registry: two nodes share this host.
-		"--plugin-registration-dir", filepath.Join(n.Root, "plugins_registry"),
 		"--node-name", n.Name,
 		"--kubeconfig", kubeconfig,
 		"--node-ip", n.IP,
@@ -157,6 +155,14 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		"--pause-binary", filepath.Join(cfg.BerthBin, "berth-pause"),
 	)
 	if cfg.ClusterDNS {
+		// The first node watches the kubelet's plugins_registry, where the DRA
+		// specs' driver pods (hostPath volumes of the kubelet's fixed paths)
+		// register; the others watch their own, for two nodes on one host
+		// cannot share a driver's sockets. The DRA passes run with the first
+		// node alone schedulable (Pass.OneNode).
+		if cfg.Index > 0 {
+			n.cmd.Args = append(n.cmd.Args, "--plugin-registration-dir", filepath.Join(n.Root, "plugins_registry"))
+		}
 		n.cmd.Args = append(n.cmd.Args, "--cluster-dns", cluster.ClusterDNSIP, "--cluster-domain", cluster.ClusterDomain)
 	}
 	if cfg.Containerd != "" {

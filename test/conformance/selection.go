@@ -1,6 +1,9 @@
 package conformance
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Pass is one run of e2e.test: the specs its filters select. Specs
 // labelled Serial get a pass of their own, after the others, run one at a
@@ -11,6 +14,10 @@ type Pass struct {
 	Focus       []string // --ginkgo.focus, each a regexp; any may match
 	Skip        []string // --ginkgo.skip, each a regexp; any excludes
 	Serial      bool     // its specs must run one at a time
+	// OneNode leaves the first node alone schedulable while the pass runs:
+	// only it watches the kubelet's plugins_registry, where the DRA specs'
+	// drivers register. Specs that need two nodes skip themselves.
+	OneNode bool
 }
 
 // Exclusion is a Ginkgo label the default selection never runs, and why.
@@ -68,8 +75,8 @@ type Selection struct {
 // then every such sig-storage one (volumes: the API objects of CSI and
 // what berth's volume manager mounts), then every DRA spec that is not
 // Conformance (the DRA test driver, deployed through hostpathplugin pods,
-// and what berth's DRA manager prepares), then the Serial specs of all
-// five.
+// and what berth's DRA manager prepares; the first node alone), then the
+// Serial specs of the four conformance groups, then the Serial DRA specs.
 func (s Selection) Passes() []Pass {
 	filter := s.LabelFilter
 	if filter == "" {
@@ -93,8 +100,10 @@ func (s Selection) Passes() []Pass {
 		{Name: "sig-node-conformance", LabelFilter: and(filter, sigNodeConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-network-conformance", LabelFilter: and(filter, sigNetConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-storage-conformance", LabelFilter: and(filter, sigStorageConf, "!NodeConformance", "!Serial"), Skip: skip},
-		{Name: "dra", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "!Serial"), Skip: skip},
-		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+") || ("+sigStorageConf+") || "+dra, "Serial"),
-			Skip: append(skip, draDevicePluginSpecs), Serial: true},
+		{Name: "dra", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "!Serial"), Skip: skip, OneNode: true},
+		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+") || ("+sigStorageConf+")", "Serial"),
+			Skip: skip, Serial: true},
+		{Name: "dra-serial", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "Serial"),
+			Skip: append(slices.Clone(skip), draDevicePluginSpecs), Serial: true, OneNode: true},
 	}
 }

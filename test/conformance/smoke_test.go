@@ -148,11 +148,14 @@ func berthBin(t *testing.T) string {
 // TestSelection checks the passes the default selection and a focus make.
 func TestSelection(t *testing.T) {
 	def := Selection{}.Passes()
-	if len(def) != 6 || def[0].Name != "node-conformance" || def[2].Name != "sig-network-conformance" ||
-		def[3].Name != "sig-storage-conformance" || def[4].Name != "dra" || def[5].Name != "serial" {
+	names := []string{"node-conformance", "sig-node-conformance", "sig-network-conformance", "sig-storage-conformance", "dra", "serial", "dra-serial"}
+	if len(def) != len(names) {
 		t.Fatalf("default passes = %+v", def)
 	}
-	for _, p := range def {
+	for i, p := range def {
+		if p.Name != names[i] {
+			t.Fatalf("pass %d is %s, want %s", i, p.Name, names[i])
+		}
 		for _, e := range Exclusions() {
 			if e.Label != "Feature" && !strings.Contains(p.LabelFilter, "!"+e.Label) {
 				t.Errorf("pass %s does not exclude %s: %s", p.Name, e.Label, p.LabelFilter)
@@ -161,20 +164,24 @@ func TestSelection(t *testing.T) {
 		if !strings.Contains(p.LabelFilter, "Feature: isSubsetOf {DynamicResourceAllocation}") {
 			t.Errorf("pass %s does not exclude Feature labels: %s", p.Name, p.LabelFilter)
 		}
-	}
-	for i, p := range def {
-		if p.Serial != (i == 5) {
-			t.Errorf("only the serial pass is Serial: %+v", def)
+		if p.Serial != (i >= 5) {
+			t.Errorf("pass %s: Serial %v", p.Name, p.Serial)
+		}
+		// The DRA drivers register where only the first node looks.
+		if dra := strings.Contains(p.LabelFilter, "(DRA)"); p.OneNode != dra {
+			t.Errorf("pass %s: OneNode %v, selects DRA specs %v", p.Name, p.OneNode, dra)
 		}
 	}
-	if !strings.Contains(def[4].LabelFilter, "(DRA) && (!Conformance)") {
-		t.Errorf("the dra pass does not select the DRA specs outside Conformance: %s", def[4].LabelFilter)
+	for _, i := range []int{4, 6} {
+		if !strings.Contains(def[i].LabelFilter, "(DRA) && (!Conformance)") {
+			t.Errorf("the %s pass does not select the DRA specs outside Conformance: %s", def[i].Name, def[i].LabelFilter)
+		}
 	}
 	devicePlugin := "[sig-node] [DRA] [FeatureGate:DRAExtendedResource] [Beta] [Feature:DynamicResourceAllocation] process extended resources after device plugin uninstall [Serial]"
-	if len(def[5].Skip) != 1 || !regexp.MustCompile(def[5].Skip[0]).MatchString(devicePlugin) {
-		t.Errorf("the serial pass does not skip the DRA specs of the sample device plugin: %q", def[5].Skip)
+	if len(def[6].Skip) != 1 || !regexp.MustCompile(def[6].Skip[0]).MatchString(devicePlugin) {
+		t.Errorf("the dra-serial pass does not skip the DRA specs of the sample device plugin: %q", def[6].Skip)
 	}
-	for _, sig := range []string{"(sig-network && Conformance)", "(sig-storage && Conformance)", "|| DRA"} {
+	for _, sig := range []string{"(sig-network && Conformance)", "(sig-storage && Conformance)"} {
 		if !strings.Contains(def[5].LabelFilter, sig) {
 			t.Errorf("the serial pass leaves out %s's Serial specs: %s", sig, def[5].LabelFilter)
 		}
