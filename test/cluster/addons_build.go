@@ -27,6 +27,9 @@ type Addons struct {
 	// CSIMockDriver is the CSI mock driver of Kubernetes' storage e2e
 	// tests with a registration socket of its own (see its module).
 	CSIMockDriver string
+	// Kubelet is the upstream kubelet of the same release, which the
+	// performance harness (internal/bench) runs beside berth.
+	Kubelet string
 }
 
 // addon is one program built from a Go module of its own under tools/: the
@@ -56,6 +59,8 @@ func addonList() []addon {
 		{"csi-provisioner", "github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner", "", false},
 		// Its own main package around k8s.io/kubernetes's mock driver.
 		{"csi-mock-driver", ".", "", true},
+		// Stamped: its /configz and logs report the release it is.
+		{"kubelet", "k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes", false},
 	}
 }
 
@@ -108,6 +113,7 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 		DRATestDriver:  paths["dra-test-driver"],
 		CSIProvisioner: paths["csi-provisioner"],
 		CSIMockDriver:  paths["csi-mock-driver"],
+		Kubelet:        paths["kubelet"],
 	}, nil
 }
 
