@@ -171,6 +171,11 @@ func (n *node) start(ctx context.Context) error {
 // berthPid is the berth process; containerdPid its managed containerd.
 func (n *node) berthPid() int { return n.cmd.Process.Pid }
 
+func (n *node) agent() string                  { return "berth" }
+func (n *node) podName(manifest string) string { return staticPodName(manifest) }
+func (n *node) agentPid() int                  { return n.berthPid() }
+func (n *node) criService() *runtime.Service   { return n.cri }
+
 func (n *node) containerdPid() (int, error) {
 	data, err := os.ReadFile(filepath.Join(n.root, "containerd", "containerd.pid"))
 	if err != nil {
@@ -275,31 +280,50 @@ func (n *node) profileInBackground(ctx context.Context, dir string, d time.Durat
 
 // writeManifest drops a manifest in atomically, as an editor's rename would.
 func (n *node) writeManifest(name, content string) error {
-	tmp := filepath.Join(n.root, "."+name)
+	return writeManifestIn(n.root, n.manifests, name, content)
+}
+
+// writeManifestIn writes a manifest under tmpDir and renames it into dir:
+// the node never reads half a file.
+func writeManifestIn(tmpDir, dir, name, content string) error {
+	tmp := filepath.Join(tmpDir, "."+name)
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(n.manifests, name))
+	return os.Rename(tmp, filepath.Join(dir, name))
 }
 
 // clearManifests removes every manifest and waits until berth has removed
 // every sandbox of its containerd: the next phase starts on an empty node.
 func (n *node) clearManifests(ctx context.Context, timeout time.Duration) error {
-	entries, err := os.ReadDir(n.manifests)
+	return clearManifestsIn(ctx, n.manifests, n.cri, timeout)
+}
+
+// clearManifestsIn removes every manifest of dir and waits until the node
+// has removed every sandbox of cri's runtime.
+func clearManifestsIn(ctx context.Context, dir string, cri *runtime.Service, timeout time.Duration) error {
+	if err := removeManifests(dir); err != nil {
+		return err
+	}
+	return waitNoSandboxes(ctx, cri, timeout)
+}
+
+func removeManifests(dir string) error {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if err := os.Remove(filepath.Join(n.manifests, e.Name())); err != nil {
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
 			return err
 		}
 	}
-	return n.waitNoSandboxes(ctx, timeout)
+	return nil
 }
 
-func (n *node) waitNoSandboxes(ctx context.Context, timeout time.Duration) error {
+func waitNoSandboxes(ctx context.Context, cri *runtime.Service, timeout time.Duration) error {
 	return poll(ctx, timeout, 200*time.Millisecond, func() (bool, error) {
-		sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+		sbs, err := cri.ListPodSandboxes(ctx, nil)
 		return err == nil && len(sbs) == 0, nil
 	})
 }

@@ -32,6 +32,9 @@ type Addons struct {
 	// CSIHostPathDriver is this project's host path CSI driver: volumes
 	// are directories it bind-mounts (StartCSIHostPathDriver).
 	CSIHostPathDriver string
+	// Kubelet is the upstream kubelet of the same release, which the
+	// performance harness (internal/bench) runs beside berth.
+	Kubelet string
 }
 
 // addon is one program built from a Go module of its own under tools/: the
@@ -67,6 +70,8 @@ func addonList() []addon {
 		{"csi-mock-driver", ".", "", true, []string{"csi-registrar"}},
 		// This project's own driver.
 		{"csi-hostpath-driver", ".", "", true, []string{"csi-registrar"}},
+		// Stamped: its /configz and logs report the release it is.
+		{"kubelet", "k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes", false, nil},
 	}
 }
 
@@ -120,6 +125,7 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 		CSIProvisioner:    paths["csi-provisioner"],
 		CSIMockDriver:     paths["csi-mock-driver"],
 		CSIHostPathDriver: paths["csi-hostpath-driver"],
+		Kubelet:           paths["kubelet"],
 	}, nil
 }
 

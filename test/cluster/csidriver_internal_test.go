@@ -92,7 +92,7 @@ func TestAddonUsesMatchReplaces(t *testing.T) {
 func TestAddonKeysOfOlderAddons(t *testing.T) {
 	for _, ad := range addonList() {
 		switch ad.name {
-		case "kube-proxy", "coredns", "metrics-server", "dra-test-driver", "csi-provisioner":
+		case "kube-proxy", "coredns", "metrics-server", "dra-test-driver", "csi-provisioner", "kubelet":
 			if ad.ownSources {
 				t.Errorf("%s: its .go files would change its cache key", ad.name)
 			}
