@@ -130,8 +130,15 @@ func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
 // lo that pods reach through kube-proxy, and listens on every address (its
 // clients need a token or a certificate; 127.0.0.1 stays the run's own
 // address of it).
+//
+// It also serves resource.k8s.io/v1beta1 and v1beta2, which v1.36 serves
+// only when asked: the DRA specs "with v1beta1 API" and "with v1beta2 API"
+// create their claims through them, as older DRA clients still do, and
+// check that the node runs such pods (berth reads the v1 form the server
+// converts them to).
 func apiServerArgs(ip string) []string {
-	return []string{"--advertise-address=" + ip, "--bind-address=0.0.0.0", "--endpoint-reconciler-type=lease"}
+	return []string{"--advertise-address=" + ip, "--bind-address=0.0.0.0", "--endpoint-reconciler-type=lease",
+		"--runtime-config=resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"}
 }
 
 // podCIDRs holds every node's pod CIDR, 10.215.x.0/24 (NodeConfig).
