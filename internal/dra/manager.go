@@ -138,6 +138,26 @@ func (m *Manager) PrepareResources(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
+// CheckResources makes the checks PrepareResources makes before it
+// calls a driver, and records nothing: the pod's claims exist, are
+// reserved for it and allocated, their drivers are registered, and no
+// claim of the same name but another UID is still prepared here (its pod
+// force-deleted, its claim made again under the name). A pod that waits to
+// be admitted says with it why it could not be prepared yet, as the
+// kubelet, which tries at once, does.
+func (m *Manager) CheckResources(ctx context.Context, pod *v1.Pod) error {
+	claims, err := m.fetchClaims(ctx, pod)
+	if err == nil && len(claims) > 0 {
+		m.mu.Lock()
+		_, _, err = planPrepare(m.state, pod.UID, claims)
+		m.mu.Unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("prepare dynamic resources: %w", err)
+	}
+	return nil
+}
+
 func (m *Manager) prepare(ctx context.Context, pod *v1.Pod) error {
 	claims, err := m.fetchClaims(ctx, pod)
 	if err != nil || len(claims) == 0 {

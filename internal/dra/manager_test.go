@@ -327,6 +327,11 @@ func TestPrepareRefused(t *testing.T) {
 			if tt.register {
 				register(t, e.plugins, d)
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := e.m.CheckResources(ctx, tt.pod); errString(err) != tt.wantErr {
+				t.Fatalf("CheckResources: error %q, want %q", errString(err), tt.wantErr)
+			}
 			if err := e.prepare(tt.pod); errString(err) != tt.wantErr {
 				t.Fatalf("error %q, want %q", errString(err), tt.wantErr)
 			}
@@ -338,6 +343,48 @@ func TestPrepareRefused(t *testing.T) {
 				t.Errorf("checkpoint written for a refused pod: %v", err)
 			}
 		})
+	}
+}
+
+// TestClaimReplacedWhilePrepared: a pod force-deleted with its claim, the
+// claim made again under its name for a new pod while the old one is still
+// prepared (its unprepare failing): CheckResources and PrepareResources
+// both refuse the new pod with the kubelet's words, without a driver call
+// or a change to the checkpoint; CheckResources accepts a pod that can be
+// prepared and records nothing for it.
+func TestClaimReplacedWhilePrepared(t *testing.T) {
+	old := testPod("p1", []v1.PodResourceClaim{named("c", "c1")}, nil)
+	claims := newFakeClaims(testClaim("c1", "u-c1", []string{gpuDriver}, "p1"))
+	e := newEnv(t, claims, 0)
+	d := startDriver(t, shortTempDir(t), "gpu.sock", gpuDriver)
+	register(t, e.plugins, d)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := e.m.CheckResources(ctx, old); err != nil {
+		t.Fatalf("CheckResources of a pod that can be prepared: %v", err)
+	}
+	if len(e.m.Claims()) != 0 {
+		t.Fatalf("CheckResources recorded %+v", e.m.Claims())
+	}
+	if err := e.prepare(old); err != nil {
+		t.Fatal(err)
+	}
+	before := e.checkpointed()
+
+	claims.mu.Lock()
+	claims.claims[claimKey("default", "c1")] = testClaim("c1", "u-c2", []string{gpuDriver}, "p2")
+	claims.mu.Unlock()
+	successor := testPod("p2", []v1.PodResourceClaim{named("c", "c1")}, nil)
+	want := "prepare dynamic resources: old ResourceClaim with same name c1 and different UID u-c1 still exists (previous pod force-deleted?!)"
+	if err := e.m.CheckResources(ctx, successor); errString(err) != want {
+		t.Errorf("CheckResources: error %q, want %q", errString(err), want)
+	}
+	if err := e.prepare(successor); errString(err) != want {
+		t.Errorf("PrepareResources: error %q, want %q", errString(err), want)
+	}
+	wantCalls(t, d, []string{"c1"}, nil)
+	if got := e.checkpointed(); !reflect.DeepEqual(got, before) {
+		t.Errorf("checkpoint changed to %+v, was %+v", got, before)
 	}
 }
 

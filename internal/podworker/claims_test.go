@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,6 +17,7 @@ import (
 type fakeClaims struct {
 	mu         sync.Mutex
 	prepareErr error
+	checkErr   error
 	calls      []string
 	// running counts the pod's running containers at each unprepare.
 	runningAtUnprepare []int
@@ -27,6 +29,13 @@ func (f *fakeClaims) PrepareResources(_ context.Context, pod *v1.Pod) error {
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "prepare "+string(pod.UID))
 	return f.prepareErr
+}
+
+func (f *fakeClaims) CheckResources(_ context.Context, pod *v1.Pod) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "check "+string(pod.UID))
+	return f.checkErr
 }
 
 func (f *fakeClaims) UnpreparePod(ctx context.Context, uid types.UID) error {
@@ -96,4 +105,53 @@ func TestExecutePreparesClaims(t *testing.T) {
 	if !slices.Equal(claims.runningAtUnprepare, []int{0}) {
 		t.Errorf("running containers at unprepare %v, want none", claims.runningAtUnprepare)
 	}
+}
+
+// A pod that waits for the terminating pod of its name it replaces (force
+// deleted, made again with a claim of the same name) says why its claims
+// cannot be prepared, with the kubelet's event, at each sync of the wait;
+// it prepares nothing and makes no sandbox until the predecessor is gone.
+func TestWaitForPredecessorExplainsClaims(t *testing.T) {
+	e := newExecEnv(t, claimPod())
+	msg := "prepare dynamic resources: old ResourceClaim with same name gpu-claim and different UID u0 still exists (previous pod force-deleted?!)"
+	claims := &fakeClaims{e: e, checkErr: errors.New(msg)}
+	e.w.ws.deps.DynamicResources = claims
+	prev := newWorker(e.w.ws, "u0", e.pod.Name, e.pod.Namespace)
+	prev.terminating = true
+	e.w.ws.mu.Lock()
+	e.w.ws.workers["u0"], e.w.ws.workers[e.pod.UID] = prev, e.w
+	e.w.ws.mu.Unlock()
+
+	if after := e.sync(); after != time.Minute {
+		t.Errorf("waiting sync again after %v, want the resync", after)
+	}
+	e.clk.Step(time.Minute)
+	e.sync()
+	want := "Warning FailedPrepareDynamicResources Failed to prepare dynamic resources: " + msg
+	if n := countOf(e.events.list(), want); n != 2 {
+		t.Errorf("events %q: %q %d times, want once per sync", e.events.list(), want, n)
+	}
+	checkCalls(t, "calls while waiting", mutations(e.rt), nil)
+	if !slices.Equal(claims.calls, []string{"check u1", "check u1"}) {
+		t.Errorf("claims calls %q, want checks only", claims.calls)
+	}
+
+	e.w.ws.mu.Lock()
+	delete(e.w.ws.workers, "u0")
+	e.w.ws.mu.Unlock()
+	claims.checkErr = nil
+	e.sync()
+	if !slices.Equal(claims.calls, []string{"check u1", "check u1", "prepare u1"}) {
+		t.Errorf("claims calls once the predecessor is gone %q", claims.calls)
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }

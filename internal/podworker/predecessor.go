@@ -1,7 +1,13 @@
 package podworker
 
 import (
+	"context"
+	"log/slog"
+
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/events"
 )
 
 // A pod replaced by one of the same namespace and name (a manifest edited,
@@ -44,5 +50,23 @@ func (ws *Workers) wakeSuccessorsLocked(w *worker) {
 		if o != w && o.name == w.name && o.namespace == w.namespace {
 			o.wake()
 		}
+	}
+}
+
+// explainPredecessorWait tells, while a pod waits for its predecessor,
+// what would stop its ResourceClaims from being prepared: above all a
+// claim of the same name made again while the force-deleted predecessor
+// still has the old one prepared. The kubelet, which does not hold the pod
+// back, tries to prepare it and posts that as FailedPrepareDynamicResources
+// until the old claim is unprepared; berth posts the same event at each
+// resync of the wait, so that the user sees why the pod stays Pending.
+func (w *worker) explainPredecessorWait(ctx context.Context, pod *v1.Pod, log *slog.Logger) {
+	d := w.ws.deps
+	if d.DynamicResources == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return
+	}
+	if err := d.DynamicResources.CheckResources(ctx, pod); err != nil {
+		log.Info("the pod's dynamic resources cannot be prepared yet", "err", err)
+		w.event(pod, v1.EventTypeWarning, events.FailedPrepareDynamicResources, "Failed to prepare dynamic resources: "+err.Error())
 	}
 }

@@ -245,6 +245,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 				log.Info("pod waits for the pod of the same name it replaces to stop", "predecessor", prev)
 			}
 			w.waitsForPredecessor = true
+			w.explainPredecessorWait(ctx, pod, log)
 			return d.Resync
 		}
 	}

@@ -80,6 +80,9 @@ type DynamicResources interface {
 	// PrepareResources prepares the pod's claims not yet prepared; the
 	// sandbox waits for it.
 	PrepareResources(ctx context.Context, pod *v1.Pod) error
+	// CheckResources says why the pod's claims could not be prepared now,
+	// recording and calling nothing.
+	CheckResources(ctx context.Context, pod *v1.Pod) error
 	// UnpreparePod unprepares the claims no other pod uses once the pod's
 	// containers are gone.
 	UnpreparePod(ctx context.Context, uid types.UID) error
