@@ -79,6 +79,16 @@ func TestFit(t *testing.T) {
 			pod:    newPod("p", requests("example.com/fpga", "4")),
 		},
 		{
+			name: "a device class's implicit extended resource the scheduler gave through DRA is not the node's",
+			pod: newPod("p", requests("deviceclass.resource.kubernetes.io/gpu-class", "2", "example.com/gpu", "3"),
+				draBacked("c", "deviceclass.resource.kubernetes.io/gpu-class", "example.com/gpu")),
+		},
+		{
+			name: "an implicit extended resource without DRA's mapping does not fit in nothing",
+			pod:  newPod("p", requests("deviceclass.resource.kubernetes.io/gpu-class", "2"), draBacked("other", "deviceclass.resource.kubernetes.io/gpu-class")),
+			want: []InsufficientResource{{Resource: "deviceclass.resource.kubernetes.io/gpu-class", Requested: 2}},
+		},
+		{
 			name:   "the largest init container beats the sum of the app containers",
 			active: []*v1.Pod{newPod("a", burstable("1500m", ""))},
 			pod:    newPod("p", burstable("300m", ""), container("cpu", "200m"), initContainer("cpu", "800m"), initContainer("cpu", "100m")),

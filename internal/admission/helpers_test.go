@@ -58,6 +58,20 @@ func requests(pairs ...string) podOpt {
 	return func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = res(pairs...) }
 }
 
+// draBacked maps the container's requests of resources to the pod's
+// extended resource claim, as the scheduler does when a DRA driver serves
+// them.
+func draBacked(container string, resources ...string) podOpt {
+	return func(p *v1.Pod) {
+		st := &v1.PodExtendedResourceClaimStatus{ResourceClaimName: p.Name + "-extended-resources"}
+		for i, r := range resources {
+			st.RequestMappings = append(st.RequestMappings, v1.ContainerExtendedResourceRequest{
+				ContainerName: container, ResourceName: r, RequestName: "container-0-request-" + strconv.Itoa(i)})
+		}
+		p.Status.ExtendedResourceClaimStatus = st
+	}
+}
+
 // container adds an app container with requests.
 func container(pairs ...string) podOpt {
 	return func(p *v1.Pod) {

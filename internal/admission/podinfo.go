@@ -6,6 +6,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/berth-dev/berth/internal/qos"
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // PodInfo is a pod with what admission needs of it worked out once: the
@@ -29,9 +30,32 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 	return &PodInfo{
 		Pod:      pod,
 		QOS:      qos.PodQOSClass(pod),
-		Requests: amounts(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})),
+		Requests: amounts(resourcehelper.PodRequests(withoutDRAExtendedResources(pod), resourcehelper.PodResourcesOptions{})),
 		name:     pod.Namespace + "/" + pod.Name,
 	}
+}
+
+// withoutDRAExtendedResources is pod without the requests of extended
+// resources the scheduler allocated through its extended resource claim:
+// a DRA driver serves those, and the node's allocatable does not list them
+// (deviceclass.resource.kubernetes.io/<class> would not fit in a capacity
+// of 0). The kubelet drops them from the pod it admits the same way
+// (removeMissingExtendedResources).
+func withoutDRAExtendedResources(pod *v1.Pod) *v1.Pod {
+	if pod.Status.ExtendedResourceClaimStatus == nil {
+		return pod
+	}
+	out := pod.DeepCopy()
+	for _, cs := range [][]v1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range cs {
+			for name := range cs[i].Resources.Requests {
+				if v1helper.BackedByDRA(pod, cs[i].Name, name) {
+					delete(cs[i].Resources.Requests, name)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // key is the pod's namespace/name.

@@ -37,14 +37,17 @@ type deviceRequest struct {
 	count    int
 }
 
-// containerRequests returns the extended resources a container asks for,
-// in name order. Extended resources cannot be overcommitted, so the limit is
-// the request.
-func containerRequests(c *v1.Container) []deviceRequest {
+// containerRequests returns the extended resources a container of pod
+// asks for a device plugin's devices for, in name order. Extended
+// resources cannot be overcommitted, so the limit is the request. One the
+// scheduler allocated through the pod's extended resource claim is a DRA
+// driver's, prepared with the pod's claims, as the kubelet's device
+// manager leaves it (isDRAExtendedResource).
+func containerRequests(pod *v1.Pod, c *v1.Container) []deviceRequest {
 	var out []deviceRequest
 	for _, name := range sortedKeys(c.Resources.Limits) {
 		q := c.Resources.Limits[name]
-		if v1helper.IsExtendedResourceName(name) && q.Value() > 0 {
+		if v1helper.IsExtendedResourceName(name) && q.Value() > 0 && !v1helper.BackedByDRA(pod, c.Name, name) {
 			out = append(out, deviceRequest{resource: string(name), count: int(q.Value())})
 		}
 	}
@@ -55,7 +58,7 @@ func containerRequests(c *v1.Container) []deviceRequest {
 func NeedsDevices(pod *v1.Pod) bool {
 	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
-			if len(containerRequests(&cs[i])) > 0 {
+			if len(containerRequests(pod, &cs[i])) > 0 {
 				return true
 			}
 		}
@@ -317,7 +320,7 @@ func (m *Manager) forgetPod(uid string) {
 // recovered from the runtime has its plugins asked again for their answer.
 // Plugins that asked for it hear PreStartContainer first.
 func (m *Manager) ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (*DeviceRunContainerOptions, error) {
-	reqs := containerRequests(c)
+	reqs := containerRequests(pod, c)
 	if len(reqs) == 0 {
 		return nil, nil
 	}

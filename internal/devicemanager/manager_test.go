@@ -366,6 +366,16 @@ func TestAdmitWithoutPlugin(t *testing.T) {
 	if err := m.Admit(t.Context(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "x"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}); err != nil {
 		t.Errorf("pod without devices: %v", err)
 	}
+	// Nor one whose extended resources the scheduler gave it through DRA.
+	dra := podWith("b", 1)
+	dra.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "extended",
+		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: dra.Spec.Containers[0].Name, ResourceName: widget, RequestName: "r"}}}
+	if NeedsDevices(dra) {
+		t.Error("a pod whose devices are DRA's needs devices")
+	}
+	if err := m.Admit(t.Context(), dra); err != nil {
+		t.Errorf("pod whose extended resource DRA serves: %v", err)
+	}
 }
 
 func TestAdmitPluginFailures(t *testing.T) {

@@ -46,11 +46,11 @@ func podContainers(pod *v1.Pod) []planContainer {
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
 			role = roleSidecar
 		}
-		out = append(out, planContainer{name: c.Name, role: role, requests: containerRequests(c)})
+		out = append(out, planContainer{name: c.Name, role: role, requests: containerRequests(pod, c)})
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		out = append(out, planContainer{name: c.Name, role: roleApp, requests: containerRequests(c)})
+		out = append(out, planContainer{name: c.Name, role: roleApp, requests: containerRequests(pod, c)})
 	}
 	return out
 }

@@ -222,4 +222,15 @@ func TestPodContainers(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("podContainers = %+v\nwant %+v", got, want)
 	}
+
+	// The scheduler allocated app's widgets through the pod's extended
+	// resource claim: a DRA driver's, not a device plugin's.
+	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{
+		ResourceClaimName: "extended",
+		RequestMappings:   []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: widget, RequestName: "container-0-request-0"}},
+	}
+	want[2].requests = []deviceRequest{{gadget, 1}}
+	if got := podContainers(pod); !reflect.DeepEqual(got, want) {
+		t.Errorf("podContainers with app's widgets backed by DRA = %+v\nwant %+v", got, want)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 )
 
@@ -28,4 +29,30 @@ func IsExtendedResourceName(name v1.ResourceName) bool {
 		return false
 	}
 	return len(content.IsLabelKey(v1.DefaultResourceRequestsPrefix+string(name))) == 0
+}
+
+// IsDRAExtendedResourceName reports a resource the scheduler may serve
+// from a DRA driver (KEP-5004): an extended resource a DeviceClass names in
+// spec.extendedResourceName, or a class's implicit one,
+// deviceclass.resource.kubernetes.io/<class> (the scheduler's
+// IsDRAExtendedResourceName).
+func IsDRAExtendedResourceName(name v1.ResourceName) bool {
+	return IsExtendedResourceName(name) || strings.HasPrefix(string(name), resourceapi.ResourceDeviceClassPrefix)
+}
+
+// BackedByDRA reports whether the scheduler allocated the container's
+// request of name through the pod's extended resource claim
+// (status.extendedResourceClaimStatus): a DRA driver serves it, neither a
+// device plugin nor the node's allocatable.
+func BackedByDRA(pod *v1.Pod, container string, name v1.ResourceName) bool {
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil || !IsDRAExtendedResourceName(name) {
+		return false
+	}
+	for _, m := range st.RequestMappings {
+		if m.ContainerName == container && v1.ResourceName(m.ResourceName) == name {
+			return true
+		}
+	}
+	return false
 }
