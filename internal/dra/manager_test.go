@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -175,6 +176,56 @@ func TestPrepareSharedAndGenerated(t *testing.T) {
 	}
 	if e.m.PodMightNeedToUnprepareResources("p2") {
 		t.Error("p2 still uses a claim")
+	}
+}
+
+// TestPrepareExtendedResourceClaim: a pod whose extended resources the
+// scheduler allocated through DRA (status.extendedResourceClaimStatus, no
+// spec.resourceClaims) has that claim prepared; each container gets the
+// devices of the requests mapped to its own non-zero requests, and the
+// claim is unprepared when the pod goes.
+func TestPrepareExtendedResourceClaim(t *testing.T) {
+	pod := testPod("p1", nil, nil)
+	qty := func(n string) v1.ResourceList {
+		return v1.ResourceList{"example.com/gpu": resource.MustParse(n), "deviceclass.resource.kubernetes.io/nic-class": resource.MustParse(n)}
+	}
+	pod.Spec.Containers = []v1.Container{
+		{Name: "gpu-user", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"example.com/gpu": resource.MustParse("1")}}},
+		{Name: "both", Resources: v1.ResourceRequirements{Requests: qty("1")}},
+		{Name: "zero", Resources: v1.ResourceRequirements{Requests: qty("0")}},
+		{Name: "none"},
+	}
+	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "p1-extended-resources",
+		RequestMappings: []v1.ContainerExtendedResourceRequest{
+			{ContainerName: "gpu-user", ResourceName: "example.com/gpu", RequestName: "gpu"},
+			{ContainerName: "both", ResourceName: "example.com/gpu", RequestName: "gpu"},
+			{ContainerName: "both", ResourceName: "deviceclass.resource.kubernetes.io/nic-class", RequestName: "nic"},
+			{ContainerName: "zero", ResourceName: "example.com/gpu", RequestName: "gpu"},
+		}}
+	e := newEnv(t, newFakeClaims(testClaim("p1-extended-resources", "u-ext", []string{gpuDriver}, "p1")), 0)
+	d := startDriver(t, shortTempDir(t), "gpu.sock", gpuDriver)
+	register(t, e.plugins, d)
+
+	if err := e.prepare(pod); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, d, []string{"p1-extended-resources"}, nil)
+	gpu, nic := cdiID(gpuDriver, "p1-extended-resources", "gpu"), cdiID(gpuDriver, "p1-extended-resources", "nic")
+	for i, want := range [][]string{{gpu}, {gpu, nic}, nil, nil} {
+		if got := e.cdi(pod, i); !reflect.DeepEqual(got, want) {
+			t.Errorf("container %s: %q, want %q", pod.Spec.Containers[i].Name, got, want)
+		}
+	}
+	claims, err := e.m.ContainerClaims(pod, &pod.Spec.Containers[1])
+	if err != nil || len(claims) != 1 || claims[0].Name != "p1-extended-resources" {
+		t.Errorf("claims of container both: %+v, %v", claims, err)
+	}
+	if err := e.unprepare(pod); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, d, []string{"p1-extended-resources"}, []string{"p1-extended-resources"})
+	if st := e.checkpointed(); len(st) != 0 {
+		t.Errorf("checkpoint after the pod went: %+v", st)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/internal/v1helper"
 )
 
 // Device is one device a driver prepared for a claim, as its
@@ -114,7 +116,34 @@ func resolveClaims(pod *v1.Pod) ([]podClaim, error) {
 		}
 		out = append(out, podClaim{PodClaimName: pc.Name, ClaimName: *name, MustCheckOwner: mustCheck})
 	}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		// The claim the scheduler made for the pod's extended resources
+		// that a DRA driver serves (KEP-5004): prepared as the others,
+		// named as the kubelet names it, without an owner check.
+		out = append(out, podClaim{ClaimName: st.ResourceClaimName})
+	}
 	return out, nil
+}
+
+// extendedRequests returns the pod's extended resource claim and its
+// requests the scheduler mapped to container's non-zero requests of DRA
+// extended resources (the kubelet's GetResources); "" when it has none.
+func extendedRequests(pod *v1.Pod, container *v1.Container) (claim string, requests []string) {
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil {
+		return "", nil
+	}
+	for _, m := range st.RequestMappings {
+		name := v1.ResourceName(m.ResourceName)
+		q, ok := container.Resources.Requests[name]
+		if m.ContainerName == container.Name && ok && !q.IsZero() && v1helper.IsDRAExtendedResourceName(name) {
+			requests = append(requests, m.RequestName)
+		}
+	}
+	if len(requests) == 0 {
+		return "", nil
+	}
+	return st.ResourceClaimName, requests
 }
 
 func resolveClaim(pod *v1.Pod, pc v1.PodResourceClaim) (*string, bool, error) {
@@ -331,6 +360,19 @@ func containerCDIDevices(st State, pod *v1.Pod, container *v1.Container) ([]stri
 	}
 	var out []string
 	seen := map[string]bool{}
+	add := func(c *Claim, request string) {
+		for _, d := range c.Devices {
+			if request != "" && len(d.RequestNames) > 0 && !slices.Contains(d.RequestNames, baseRequest(request)) {
+				continue
+			}
+			for _, id := range d.CDIDeviceIDs {
+				if !seen[id] {
+					seen[id] = true
+					out = append(out, id)
+				}
+			}
+		}
+	}
 	for _, ref := range container.Resources.Claims {
 		i := slices.IndexFunc(pod.Spec.ResourceClaims, func(pc v1.PodResourceClaim) bool { return pc.Name == ref.Name })
 		if i < 0 {
@@ -340,19 +382,17 @@ func containerCDIDevices(st State, pod *v1.Pod, container *v1.Container) ([]stri
 		if err != nil {
 			return nil, err
 		}
-		if c == nil {
-			continue
+		if c != nil {
+			add(c, ref.Request)
 		}
-		for _, d := range c.Devices {
-			if ref.Request != "" && len(d.RequestNames) > 0 && !slices.Contains(d.RequestNames, baseRequest(ref.Request)) {
-				continue
-			}
-			for _, id := range d.CDIDeviceIDs {
-				if !seen[id] {
-					seen[id] = true
-					out = append(out, id)
-				}
-			}
+	}
+	if name, requests := extendedRequests(pod, container); name != "" {
+		c, ok := st[claimKey(pod.Namespace, name)]
+		if !ok || !c.Prepared {
+			return nil, notPrepared(name)
+		}
+		for _, r := range requests {
+			add(&c, r)
 		}
 	}
 	return out, nil
@@ -375,6 +415,13 @@ func containerClaims(st State, pod *v1.Pod, container *v1.Container) ([]Claim, e
 		if c != nil {
 			out = append(out, c.clone())
 		}
+	}
+	if name, _ := extendedRequests(pod, container); name != "" {
+		c, ok := st[claimKey(pod.Namespace, name)]
+		if !ok || !c.Prepared {
+			return nil, notPrepared(name)
+		}
+		out = append(out, c.clone())
 	}
 	return out, nil
 }

@@ -48,6 +48,9 @@ func claimsField(pod *v1.Pod) (string, bool) {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		return "spec.resourceClaims", true
 	}
+	if pod.Status.ExtendedResourceClaimStatus != nil {
+		return "status.extendedResourceClaimStatus", true
+	}
 	for _, list := range []struct {
 		name       string
 		containers []v1.Container

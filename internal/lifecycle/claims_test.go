@@ -36,6 +36,8 @@ func TestClaimsAdmission(t *testing.T) {
 		Containers: []v1.Container{{Name: "c"}}}}
 	initClaims := &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "i",
 		Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "gpu"}}}}}}}
+	extended := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}},
+		Status: v1.PodStatus{ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources"}}}
 	on, _ := DynamicResources(true, RuntimeInfo{"containerd", "v2.4.2"})
 	_, standalone := DynamicResources(false, RuntimeInfo{"containerd", "v2.4.2"})
 	_, old := DynamicResources(true, RuntimeInfo{"containerd", "1.6.20~ds1"})
@@ -53,6 +55,9 @@ func TestClaimsAdmission(t *testing.T) {
 			"spec.resourceClaims: dynamic resource allocation needs a container runtime that injects CDI devices (containerd 2.0 or later, CRI-O 1.28 or later); this node runs containerd 1.6.20~ds1"},
 		{"init container's claim", initClaims, NodeFeatures{DynamicResourcesWhy: standalone},
 			"spec.initContainers[0].resources.claims: dynamic resource allocation needs an API server"},
+		{"extended resources DRA serves on containerd 1.6", extended, NodeFeatures{DynamicResourcesWhy: old},
+			"status.extendedResourceClaimStatus: dynamic resource allocation needs a container runtime that injects CDI devices"},
+		{"extended resources DRA serves where prepared", extended, NodeFeatures{DynamicResources: on}, ""},
 	} {
 		r := PodFeaturesAdmitHandler(tc.node).Admit(&PodAdmitAttributes{Pod: admission.NewPodInfo(tc.pod)})
 		if tc.wantText == "" {

@@ -211,7 +211,7 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 func (ex *execution) prepareResources(ctx context.Context) (after time.Duration, ok bool) {
 	w, pod, log := ex.w, ex.pod, ex.log
 	d := w.ws.deps
-	if d.DynamicResources == nil || len(pod.Spec.ResourceClaims) == 0 {
+	if d.DynamicResources == nil || !usesClaims(pod) {
 		return 0, true
 	}
 	err := d.DynamicResources.PrepareResources(ctx, pod)
@@ -224,6 +224,12 @@ func (ex *execution) prepareResources(ctx context.Context) (after time.Duration,
 	log.Warn("preparing the pod's dynamic resources failed", "err", err)
 	w.ws.prepareBackOff.Next(key, d.Clock.Now())
 	return w.ws.prepareBackOff.Get(key), false
+}
+
+// usesClaims tells whether the pod has ResourceClaims to prepare: its own,
+// or the one the scheduler made for extended resources a DRA driver serves.
+func usesClaims(pod *v1.Pod) bool {
+	return len(pod.Spec.ResourceClaims) > 0 || pod.Status.ExtendedResourceClaimStatus != nil
 }
 
 // startContainer pulls, creates and starts one container, honouring the

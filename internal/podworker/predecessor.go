@@ -62,7 +62,7 @@ func (ws *Workers) wakeSuccessorsLocked(w *worker) {
 // resync of the wait, so that the user sees why the pod stays Pending.
 func (w *worker) explainPredecessorWait(ctx context.Context, pod *v1.Pod, log *slog.Logger) {
 	d := w.ws.deps
-	if d.DynamicResources == nil || len(pod.Spec.ResourceClaims) == 0 {
+	if d.DynamicResources == nil || !usesClaims(pod) {
 		return
 	}
 	if err := d.DynamicResources.CheckResources(ctx, pod); err != nil {
