@@ -41,6 +41,11 @@ func Exclusions() []Exclusion {
 // sample-device-plugin image, which the harness does not build.
 const draDevicePluginSpecs = `\[DRA\].* device plugin`
 
+// draResourceHealthSpecs are the DRA specs of device health in the pod
+// status (KEP-4680: a driver's DRAResourceHealth stream, the containers'
+// allocatedResourcesStatus), which berth does not implement yet.
+const draResourceHealthSpecs = `\[DRA\].* should report device health`
+
 // draFeature is the one Feature label the cluster provides: the DRA specs
 // that run a test driver through the kubelet carry it.
 const draFeature = "DynamicResourceAllocation"
@@ -100,7 +105,8 @@ func (s Selection) Passes() []Pass {
 		{Name: "sig-node-conformance", LabelFilter: and(filter, sigNodeConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-network-conformance", LabelFilter: and(filter, sigNetConf, "!NodeConformance", "!Serial"), Skip: skip},
 		{Name: "sig-storage-conformance", LabelFilter: and(filter, sigStorageConf, "!NodeConformance", "!Serial"), Skip: skip},
-		{Name: "dra", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "!Serial"), Skip: skip, OneNode: true},
+		{Name: "dra", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "!Serial"),
+			Skip: append(slices.Clone(skip), draResourceHealthSpecs), OneNode: true},
 		{Name: "serial", LabelFilter: and(filter, nodeConf+" || ("+sigNodeConf+") || ("+sigNetConf+") || ("+sigStorageConf+")", "Serial"),
 			Skip: skip, Serial: true},
 		{Name: "dra-serial", LabelFilter: and(filter, dra, "!Conformance", "!NodeConformance", "Serial"),

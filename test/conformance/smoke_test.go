@@ -181,6 +181,10 @@ func TestSelection(t *testing.T) {
 	if len(def[6].Skip) != 1 || !regexp.MustCompile(def[6].Skip[0]).MatchString(devicePlugin) {
 		t.Errorf("the dra-serial pass does not skip the DRA specs of the sample device plugin: %q", def[6].Skip)
 	}
+	health := "[sig-node] [DRA] kubelet [Feature:DynamicResourceAllocation] should report device health with custom messages [KubeletMinVersion:1.36] [FeatureGate:ResourceHealthStatusMessage] [Beta]"
+	if len(def[4].Skip) != 1 || !regexp.MustCompile(def[4].Skip[0]).MatchString(health) {
+		t.Errorf("the dra pass does not skip the DRA device health specs: %q", def[4].Skip)
+	}
 	for _, sig := range []string{"(sig-network && Conformance)", "(sig-storage && Conformance)"} {
 		if !strings.Contains(def[5].LabelFilter, sig) {
 			t.Errorf("the serial pass leaves out %s's Serial specs: %s", sig, def[5].LabelFilter)
