@@ -77,3 +77,22 @@ func TestListDynamicResources(t *testing.T) {
 		t.Errorf("claims listed despite the error: %v", dr)
 	}
 }
+
+// A pod whose extended resources the scheduler allocated through DRA lists
+// its extended resource claim for the container that has it, though no
+// container references a claim.
+func TestListExtendedResourceClaim(t *testing.T) {
+	p := pod("ml", "infer", "uid-infer", func(s *v1.PodSpec) {})
+	p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "infer-extended-resources-x",
+		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/gpu", RequestName: "container-0-request-0"}}}
+	claims := fakeClaims{byContainer: map[string][]dra.Claim{"app": {{Namespace: "ml", Name: "infer-extended-resources-x",
+		Devices: []dra.Device{{Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0", CDIDeviceIDs: []string{"example.com/gpu=gpu-0"}}}}}}}
+	resp, err := NewServer(fakePods{p}, &fakeDevices{}, claims).List(context.Background(), &podresourcesapi.ListPodResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr := resp.PodResources[0].Containers[0].DynamicResources
+	if len(dr) != 1 || dr[0].ClaimName != "infer-extended-resources-x" || len(dr[0].ClaimResources) != 1 {
+		t.Errorf("dynamic resources %v, want the extended resource claim", dr)
+	}
+}

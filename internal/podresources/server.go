@@ -133,7 +133,7 @@ func (s *server) containerResources(pod *v1.Pod, podUID string, c *v1.Container)
 // answers none. Unlike the kubelet, whose list of CDI devices grows from
 // one device to the next of a driver, each device lists its own.
 func (s *server) dynamicResources(pod *v1.Pod, c *v1.Container) []*podresourcesapi.DynamicResource {
-	if s.claims == nil || len(c.Resources.Claims) == 0 {
+	if s.claims == nil || (len(c.Resources.Claims) == 0 && pod.Status.ExtendedResourceClaimStatus == nil) {
 		return nil
 	}
 	claims, err := s.claims.ContainerClaims(pod, c)

@@ -128,7 +128,7 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			return nil, opts, err
 		}
 	}
-	if d.DynamicResources != nil && len(c.Resources.Claims) > 0 {
+	if d.DynamicResources != nil && usesClaims(pod) {
 		if opts.ClaimCDIDevices, err = d.DynamicResources.ContainerCDIDevices(pod, c); err != nil {
 			return nil, opts, err
 		}

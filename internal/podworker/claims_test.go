@@ -50,8 +50,21 @@ func (f *fakeClaims) UnpreparePod(ctx context.Context, uid types.UID) error {
 	return nil
 }
 
-func (f *fakeClaims) ContainerCDIDevices(_ *v1.Pod, c *v1.Container) ([]string, error) {
-	return []string{"test-driver.cdi.k8s.io/test=claim-" + c.Resources.Claims[0].Name}, nil
+// ContainerCDIDevices gives a device per claim c references and per
+// request of the pod's extended resource claim mapped to c.
+func (f *fakeClaims) ContainerCDIDevices(pod *v1.Pod, c *v1.Container) ([]string, error) {
+	var out []string
+	for _, r := range c.Resources.Claims {
+		out = append(out, "test-driver.cdi.k8s.io/test=claim-"+r.Name)
+	}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, m := range st.RequestMappings {
+			if m.ContainerName == c.Name {
+				out = append(out, "test-driver.cdi.k8s.io/test="+m.RequestName)
+			}
+		}
+	}
+	return out, nil
 }
 
 func claimPod() *v1.Pod {
@@ -104,6 +117,32 @@ func TestExecutePreparesClaims(t *testing.T) {
 	}
 	if !slices.Equal(claims.runningAtUnprepare, []int{0}) {
 		t.Errorf("running containers at unprepare %v, want none", claims.runningAtUnprepare)
+	}
+}
+
+// A pod with no spec.resourceClaims whose extended resources the
+// scheduler allocated through DRA has its claim prepared before the
+// sandbox, and the container the requests are mapped to gets their CDI
+// devices (the other none).
+func TestExecutePreparesExtendedResourceClaim(t *testing.T) {
+	pod := execPod("app", "plain")
+	pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "u1-extended-resources",
+		RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "app", ResourceName: "example.com/gpu", RequestName: "container-0-request-0"}}}
+	e := newExecEnv(t, pod)
+	claims := &fakeClaims{e: e}
+	e.w.ws.deps.DynamicResources = claims
+	e.sync()
+	checkCalls(t, "calls", mutations(e.rt),
+		[]string{"RunPodSandbox u1", "PullImage busybox", "CreateContainer app", "StartContainer", "CreateContainer plain", "StartContainer"})
+	if !slices.Equal(claims.calls, []string{"prepare u1"}) {
+		t.Errorf("claims calls %q", claims.calls)
+	}
+	cfg := e.rt.ContainerConfig(e.containerID(t, "app"))
+	if len(cfg.CDIDevices) != 1 || cfg.CDIDevices[0].Name != "test-driver.cdi.k8s.io/test=container-0-request-0" {
+		t.Errorf("app's CDI devices %v", cfg.CDIDevices)
+	}
+	if cfg := e.rt.ContainerConfig(e.containerID(t, "plain")); len(cfg.CDIDevices) != 0 {
+		t.Errorf("plain got CDI devices %v", cfg.CDIDevices)
 	}
 }
 

@@ -26,10 +26,18 @@ func NewManager() *Manager {
 	return &Manager{pods: map[types.UID]*v1.Pod{}, changed: make(chan struct{}, 1)}
 }
 
-// Set records pod (copied) with st as its status.
+// Set records pod (copied) with st as its status. The status fields the
+// control plane owns and the node never sets, the claims the resource
+// claim controller and the scheduler made for the pod, are kept from pod:
+// those who read the table (the pod-resources API, /pods) name the pod's
+// claims from them, as the kubelet's pod manager's pods do.
 func (m *Manager) Set(pod *v1.Pod, st v1.PodStatus) {
 	p := pod.DeepCopy()
+	api := p.Status
 	p.Status = *st.DeepCopy()
+	p.Status.ResourceClaimStatuses = api.ResourceClaimStatuses
+	p.Status.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
+	p.Status.NodeAllocatableResourceClaimStatuses = api.NodeAllocatableResourceClaimStatuses
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.pods[p.UID]; ok && apiequality.Semantic.DeepEqual(old, p) {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func podNamed(ns, name, uid string) *v1.Pod {
@@ -52,6 +53,29 @@ func TestManager(t *testing.T) {
 	m.Delete("u1")
 	if _, ok := m.Get("u1"); ok || len(m.Pods()) != 2 {
 		t.Errorf("u1 still there after Delete")
+	}
+}
+
+// The claims the control plane made for a pod stay in its recorded status
+// whatever status the node worked out: they are the API server's, and the
+// pod-resources API names the pod's claims from them.
+func TestManagerKeepsClaimStatuses(t *testing.T) {
+	m := NewManager()
+	pod := podNamed("ml", "train", "u1")
+	pod.Status = v1.PodStatus{
+		Phase:                       v1.PodPending,
+		ResourceClaimStatuses:       []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr.To("train-gpu-x")}},
+		ExtendedResourceClaimStatus: &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "train-extended-resources-y"},
+	}
+	m.Set(pod, v1.PodStatus{Phase: v1.PodRunning})
+	got := m.Pods()[0].Status
+	if got.Phase != v1.PodRunning || len(got.ResourceClaimStatuses) != 1 || *got.ResourceClaimStatuses[0].ResourceClaimName != "train-gpu-x" ||
+		got.ExtendedResourceClaimStatus == nil || got.ExtendedResourceClaimStatus.ResourceClaimName != "train-extended-resources-y" {
+		t.Errorf("recorded status %+v", got)
+	}
+	pod.Status.ExtendedResourceClaimStatus.ResourceClaimName = "changed"
+	if m.Pods()[0].Status.ExtendedResourceClaimStatus.ResourceClaimName != "train-extended-resources-y" {
+		t.Error("the recorded claim status shares memory with the writer's pod")
 	}
 }
 
