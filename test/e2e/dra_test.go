@@ -398,3 +398,65 @@ spec:
 		t.Errorf("the pod is gone: %v", err)
 	}
 }
+
+// A pod that asks for its DeviceClass's implicit extended resource
+// (deviceclass.resource.kubernetes.io/<class>, KEP-5004) rather than a
+// ResourceClaim: kube-scheduler allocates a device through a claim it makes
+// for the pod (status.extendedResourceClaimStatus); berth admits the pod
+// although the node lists no such resource and no device plugin serves it,
+// has the driver prepare that claim, and gives the container that asked
+// the environment the driver's CDI spec injects for its request (the other
+// container none); the pod-resources API lists the device. Deleted, the
+// claim is unprepared once.
+func TestDRAExtendedResource(t *testing.T) {
+	cp, client, _ := startControlPlane(t)
+	dn := startDRANode(t, cp, client, "berth-dra-ext")
+	dn.waitSlice(t, client, true)
+	applyYAML(t, cp, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: ext}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: %[1]s
+    command: ["sh", "-c", "env | sort; sleep 3600"]
+    resources:
+      limits: {deviceclass.resource.kubernetes.io/%[2]s: 1}
+  - name: plain
+    image: %[1]s
+    command: ["sh", "-c", "env | sort; sleep 3600"]
+`, busybox, dn.class))
+	pod := waitClusterPodRunning(t, client, "ext", 3*time.Minute)
+	st := pod.Status.ExtendedResourceClaimStatus
+	if st == nil || len(st.RequestMappings) != 1 || st.RequestMappings[0].ContainerName != "main" {
+		t.Fatalf("extendedResourceClaimStatus %+v, want one request of main", st)
+	}
+	claim, err := client.ResourceV1().ResourceClaims("default").Get(t.Context(), st.ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("the scheduler's claim is not allocated: %+v", claim.Status)
+	}
+	// The driver names its variable claim_<claim>_<request>, dashes made
+	// underscores.
+	want := "claim_" + strings.ReplaceAll(st.ResourceClaimName+"_"+st.RequestMappings[0].RequestName, "-", "_") + "=true"
+	waitFor(t, time.Minute, "main's environment", func() (bool, string) {
+		out, _, _ := cp.Kubectl(t.Context(), "logs", "ext", "-c", "main")
+		return strings.Contains(out, want), out
+	})
+	if out := kubectl(t, cp, "logs", "ext", "-c", "plain"); strings.Contains(out, "claim_") {
+		t.Errorf("plain, which asked for nothing, got the claim's environment:\n%s", out)
+	}
+	wantPodResourcesDevice(t, dn.cn, "ext", "main", dn.driver.Name, claim.Status.Allocation.Devices.Results[0].Device)
+
+	kubectl(t, cp, "delete", "pod", "ext", "--wait=true", "--timeout=90s")
+	waitFor(t, time.Minute, "the CDI spec removed by NodeUnprepareResources", func() (bool, string) {
+		left, _ := filepath.Glob(filepath.Join(cdiSpecDir, dn.driver.Name+"-*.json"))
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	if n := strings.Count(dn.cn.berthLog(), `"msg":"NodeUnprepareResources"`); n != 1 {
+		t.Errorf("NodeUnprepareResources called %d times, want once", n)
+	}
+}
