@@ -136,10 +136,11 @@ func (c *cli) register(f *pflag.FlagSet) {
 	f.StringVar(&c.opts.SourceDir, "source", ".", "the berth repository, for the decision benchmarks")
 	f.StringVar(&c.opts.DecisionBenchtime, "decision-benchtime", "1s", "go test -benchtime of each decision benchmark")
 	f.StringArrayVar(&c.opts.Node.ExtraArgs, "berth-arg", nil, "an argument for `berth run` (repeatable), e.g. --berth-arg=--log-level=debug")
-	f.StringVar(&c.opts.Node.KeepLog, "berth-log", "", "keep berth's log in this file (the node's root dir is removed)")
+	f.StringVar(&c.opts.Node.KeepLog, "berth-log", "", "keep berth's log in this file (the node's root dir is removed; with --compare, the last berth run's)")
 	f.StringVar(&c.opts.ProfileDir, "profile-dir", "", "write berth's CPU profile of each steady-state window here")
 	f.StringVar(&c.compare, "compare", "", `compare berth with another node agent: "kubelet" (the upstream kubelet, --kubelet-bin)`)
 	f.IntVar(&c.opts.Compare.Runs, "compare-runs", 2, "with --compare, runs of each scenario per agent, interleaved")
+	f.StringVar(&c.opts.Compare.KubeletLog, "kubelet-log", "", "with --compare, keep the last kubelet run's log in this file")
 	f.StringVar(&c.opts.Compare.Kubelet, "kubelet-bin", "", "with --compare kubelet, the kubelet binary (make bench BENCH_COMPARE=kubelet builds v1.36.3)")
 }
 
@@ -172,7 +173,8 @@ func checkCompare(ctx context.Context, compare string, c *bench.CompareOptions) 
 		return fmt.Errorf("--kubelet-bin %s is not a usable kubelet: --version: %w: %s", path, err, bytes.TrimSpace(out))
 	}
 	if !bytes.HasPrefix(out, []byte("Kubernetes v")) {
-		return fmt.Errorf("--kubelet-bin %s is not a kubelet: --version says %q", path, bytes.TrimSpace(out))
+		first, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
+		return fmt.Errorf("--kubelet-bin %s is not a kubelet: --version says %q", path, first)
 	}
 	c.Kubelet = path
 	return nil

@@ -14,6 +14,8 @@ type CompareOptions struct {
 	Kubelet string
 	// Runs is how many times each agent runs each scenario, interleaved.
 	Runs int
+	// KubeletLog, when set, receives the log of the last kubelet run.
+	KubeletLog string
 }
 
 // scenario is one of the harness's scenarios at one size, runnable on any
@@ -86,6 +88,7 @@ type agentStarter struct {
 func compareAgents(opts Options) []agentStarter {
 	kubelet := KubeletOptions{
 		Kubelet: opts.Compare.Kubelet, BinDir: opts.Node.BinDir, Busybox: opts.Node.Busybox, MaxPods: opts.Node.MaxPods,
+		KeepLog: opts.Compare.KubeletLog,
 	}
 	external := opts.Node
 	external.ExternalRuntime = true
