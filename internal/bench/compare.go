@@ -106,7 +106,7 @@ func compareAgents(opts Options) []agentStarter {
 // runCompare runs every scenario on every agent, opts.Compare.Runs times,
 // interleaved (berth, the kubelet, berth external, then again), each run on
 // a fresh node started for it and removed after it: no run inherits
-// another's pods, images' page cache aside, or its agent's state. The
+// another's pods or agent state (the host's page cache aside). The
 // first round's berth results fill r's own lists, as a run without
 // comparison would; every run's figures go to r.Comparison.
 func runCompare(ctx context.Context, opts Options, r *Report) error {
