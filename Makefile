@@ -78,8 +78,20 @@ test: deps build vet
 
 # The performance harness (BENCHMARKS.md): about 15 minutes on 2 cores.
 # BENCH_FLAGS passes options, e.g. BENCH_FLAGS="--pods 10 --steady-pods 20".
+# BENCH_COMPARE=kubelet also runs every scenario on the upstream kubelet and
+# on berth with an external containerd (--compare-runs times each, 2 by
+# default: about six times as long), with the kubelet of test/cluster's
+# addons (cached in bin/cluster or $BERTH_ADDONS_BIN; a first build takes
+# about 15 minutes).
+BENCH_COMPARE ?=
 bench: deps build
-	$(BIN)/berth-bench --bin $(abspath $(BIN)) --out $(BIN)/bench.json $(BENCH_FLAGS)
+	@if [ -n "$(BENCH_COMPARE)" ]; then \
+		kubelet=$$($(GO) run ./hack/addonbin kubelet) || exit 1; \
+		set -x; $(BIN)/berth-bench --bin $(abspath $(BIN)) --out $(BIN)/bench.json \
+			--compare $(BENCH_COMPARE) --kubelet-bin $$kubelet $(BENCH_FLAGS); \
+	else \
+		set -x; $(BIN)/berth-bench --bin $(abspath $(BIN)) --out $(BIN)/bench.json $(BENCH_FLAGS); \
+	fi
 
 # The upstream Kubernetes e2e suite's node conformance specs against two berth
 # nodes joined to the control plane of test/cluster (CONFORMANCE.md). The first

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/berth-dev/berth/internal/bench"
 )
@@ -29,14 +31,18 @@ func main() {
 	}
 }
 
+// cli holds the command's flags.
+type cli struct {
+	opts    bench.Options
+	binDir  string
+	out     string
+	steady  []int
+	density []int
+	compare string
+}
+
 func newCommand() *cobra.Command {
-	var (
-		opts    bench.Options
-		binDir  string
-		out     string
-		steady  []int
-		density []int
-	)
+	var c cli
 	cmd := &cobra.Command{
 		Use:   "berth-bench",
 		Short: "Measure berth against the container runtime's own floor",
@@ -53,67 +59,125 @@ pod network and cgroup root, all removed afterwards) and measures:
               latency, how fresh their status stays, what berth costs
   decisions   the Go benchmarks of the pure decision cores
 
+With --compare kubelet, each of start-up, reaction, steady state and density
+runs --compare-runs times on each of three agents, interleaved, each run on a fresh node: berth on its
+managed containerd, the upstream kubelet (--kubelet-bin, standalone with static
+pods on a containerd the harness starts) and berth on such a containerd
+(--container-runtime-endpoint). The table adds each figure's median per agent
+and berth's over the kubelet's; figures from berth's own metrics are berth's
+alone.
+
 Run as root, from the repository (for the decision benchmarks).`,
 		Example: `  make bench
-  berth-bench --pods 10 --reaction-kills 5 --steady-pods 20 --steady-window 10s --density-pods 50`,
+  make bench BENCH_COMPARE=kubelet
+  berth-bench --pods 10 --reaction-kills 5 --steady-pods 20 --steady-window 10s --density-pods 50
+  berth-bench --compare kubelet --kubelet-bin bin/cluster/kubelet-<hash>/kubelet --compare-runs 3`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return fmt.Errorf("run as root: berth runs containers")
-			}
-			if binDir == "" {
-				self, err := os.Executable()
-				if err != nil {
-					return err
-				}
-				binDir = filepath.Dir(self)
-			}
-			opts.Node.BinDir = binDir
-			opts.SteadyPods, opts.DensityPods = positive(steady), positive(density)
-			opts.Node.MaxPods = slices.Max(append(slices.Concat(steady, density), opts.StartupPods, opts.ReactionKills, 110)) + 10
-			opts.BerthVersion = berthVersion(binDir)
-			opts.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			r, err := bench.Run(ctx, opts)
-			if r != nil && out != "" {
-				if werr := writeJSON(out, r); werr != nil && err == nil {
-					err = werr
-				}
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout())
-			if err := bench.WriteTable(cmd.OutOrStdout(), r); err != nil {
-				return err
-			}
-			if out != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", out)
-			}
-			return nil
-		},
+		RunE:          func(cmd *cobra.Command, _ []string) error { return c.run(cmd) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&binDir, "bin", "", "directory of the berth and berth-pause binaries (default: this program's)")
-	f.StringVar(&opts.Node.Busybox, "busybox", "/bin/busybox", "static busybox binary, packaged as the workload image")
-	f.StringVar(&out, "out", "bench.json", "JSON report file; empty for none")
-	f.IntVar(&opts.StartupPods, "pods", 50, "pods per start-up round (host network, then bridge); 0 skips start-up")
-	f.IntVar(&opts.ReactionKills, "reaction-kills", 20, "containers killed, one per pod; 0 skips reaction")
-	f.IntSliceVar(&steady, "steady-pods", []int{100, 250}, "pod counts of the steady-state rounds; 0 skips them")
-	f.DurationVar(&opts.SteadyWindow, "steady-window", time.Minute, "how long each steady-state round is measured")
-	f.IntSliceVar(&density, "density-pods", []int{250, 500}, "pod counts of the density rounds; 0 skips them")
-	f.DurationVar(&opts.DensityWindow, "density-window", 30*time.Second, "how long each density round is measured")
-	f.BoolVar(&opts.DensityHostNet, "density-host-network", false, "density pods on the host network rather than the bridge")
-	f.BoolVar(&opts.Decisions, "decisions", true, "run the decision benchmarks (needs the go tool and the source)")
-	f.StringVar(&opts.SourceDir, "source", ".", "the berth repository, for the decision benchmarks")
-	f.StringVar(&opts.DecisionBenchtime, "decision-benchtime", "1s", "go test -benchtime of each decision benchmark")
-	f.StringArrayVar(&opts.Node.ExtraArgs, "berth-arg", nil, "an argument for `berth run` (repeatable), e.g. --berth-arg=--log-level=debug")
-	f.StringVar(&opts.Node.KeepLog, "berth-log", "", "keep berth's log in this file (the node's root dir is removed)")
-	f.StringVar(&opts.ProfileDir, "profile-dir", "", "write berth's CPU profile of each steady-state window here")
+	c.register(cmd.Flags())
 	return cmd
+}
+
+func (c *cli) run(cmd *cobra.Command) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("run as root: berth runs containers")
+	}
+	if c.binDir == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.binDir = filepath.Dir(self)
+	}
+	c.opts.Node.BinDir = c.binDir
+	if err := checkCompare(cmd.Context(), c.compare, &c.opts.Compare); err != nil {
+		return err
+	}
+	c.opts.SteadyPods, c.opts.DensityPods = positive(c.steady), positive(c.density)
+	c.opts.Node.MaxPods = slices.Max(append(slices.Concat(c.steady, c.density), c.opts.StartupPods, c.opts.ReactionKills, 110)) + 10
+	c.opts.BerthVersion = berthVersion(c.binDir)
+	c.opts.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := bench.Run(ctx, c.opts)
+	if r != nil && c.out != "" {
+		if werr := writeJSON(c.out, r); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout())
+	if err := bench.WriteTable(cmd.OutOrStdout(), r); err != nil {
+		return err
+	}
+	if c.out != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", c.out)
+	}
+	return nil
+}
+
+func (c *cli) register(f *pflag.FlagSet) {
+	f.StringVar(&c.binDir, "bin", "", "directory of the berth and berth-pause binaries (default: this program's)")
+	f.StringVar(&c.opts.Node.Busybox, "busybox", "/bin/busybox", "static busybox binary, packaged as the workload image")
+	f.StringVar(&c.out, "out", "bench.json", "JSON report file; empty for none")
+	f.IntVar(&c.opts.StartupPods, "pods", 50, "pods per start-up round (host network, then bridge); 0 skips start-up")
+	f.IntVar(&c.opts.ReactionKills, "reaction-kills", 20, "containers killed, one per pod; 0 skips reaction")
+	f.IntSliceVar(&c.steady, "steady-pods", []int{100, 250}, "pod counts of the steady-state rounds; 0 skips them")
+	f.DurationVar(&c.opts.SteadyWindow, "steady-window", time.Minute, "how long each steady-state round is measured")
+	f.IntSliceVar(&c.density, "density-pods", []int{250, 500}, "pod counts of the density rounds; 0 skips them")
+	f.DurationVar(&c.opts.DensityWindow, "density-window", 30*time.Second, "how long each density round is measured")
+	f.BoolVar(&c.opts.DensityHostNet, "density-host-network", false, "density pods on the host network rather than the bridge")
+	f.BoolVar(&c.opts.Decisions, "decisions", true, "run the decision benchmarks (needs the go tool and the source)")
+	f.StringVar(&c.opts.SourceDir, "source", ".", "the berth repository, for the decision benchmarks")
+	f.StringVar(&c.opts.DecisionBenchtime, "decision-benchtime", "1s", "go test -benchtime of each decision benchmark")
+	f.StringArrayVar(&c.opts.Node.ExtraArgs, "berth-arg", nil, "an argument for `berth run` (repeatable), e.g. --berth-arg=--log-level=debug")
+	f.StringVar(&c.opts.Node.KeepLog, "berth-log", "", "keep berth's log in this file (the node's root dir is removed; with --compare, the last berth run's)")
+	f.StringVar(&c.opts.ProfileDir, "profile-dir", "", "write berth's CPU profile of each steady-state window here")
+	f.StringVar(&c.compare, "compare", "", `compare berth with another node agent: "kubelet" (the upstream kubelet, --kubelet-bin)`)
+	f.IntVar(&c.opts.Compare.Runs, "compare-runs", 2, "with --compare, runs of each scenario per agent, interleaved")
+	f.StringVar(&c.opts.Compare.KubeletLog, "kubelet-log", "", "with --compare, keep the last kubelet run's log in this file")
+	f.StringVar(&c.opts.Compare.Kubelet, "kubelet-bin", "", "with --compare kubelet, the kubelet binary (make bench BENCH_COMPARE=kubelet builds v1.36.3)")
+}
+
+// checkCompare validates the comparison flags: a kubelet binary that is
+// there and answers --version, and at least one run. Without --compare the
+// kubelet binary is not used.
+func checkCompare(ctx context.Context, compare string, c *bench.CompareOptions) error {
+	switch compare {
+	case "":
+		c.Kubelet = ""
+		return nil
+	case "kubelet":
+	default:
+		return fmt.Errorf("--compare %q: the only agent to compare with is \"kubelet\"", compare)
+	}
+	if c.Runs < 1 {
+		return fmt.Errorf("--compare-runs %d: want at least 1", c.Runs)
+	}
+	if c.Kubelet == "" {
+		return fmt.Errorf("--compare kubelet needs --kubelet-bin, the kubelet binary (make bench BENCH_COMPARE=kubelet builds it)")
+	}
+	path, err := filepath.Abs(c.Kubelet)
+	if err != nil {
+		return fmt.Errorf("--kubelet-bin %q: %w", c.Kubelet, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("--kubelet-bin %s is not a usable kubelet: --version: %w: %s", path, err, bytes.TrimSpace(out))
+	}
+	if !bytes.HasPrefix(out, []byte("Kubernetes v")) {
+		first, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
+		return fmt.Errorf("--kubelet-bin %s is not a kubelet: --version says %q", path, first)
+	}
+	c.Kubelet = path
+	return nil
 }
 
 // positive drops the zeros that stand for "skip".

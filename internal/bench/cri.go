@@ -12,12 +12,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/runtime"
 )
 
 // containerStarts returns, for each pod name, when the runtime started the
 // last of its running containers: the pod's "all containers started".
-func (n *node) containerStarts(ctx context.Context, namespace string) (map[string]time.Time, error) {
-	cs, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+func containerStarts(ctx context.Context, n nodeUnderTest, namespace string) (map[string]time.Time, error) {
+	cri := n.criService()
+	cs, err := cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		LabelSelector: map[string]string{container.LabelPodNamespace: namespace},
 	})
@@ -26,7 +28,7 @@ func (n *node) containerStarts(ctx context.Context, namespace string) (map[strin
 	}
 	out := map[string]time.Time{}
 	for _, c := range cs {
-		st, err := n.cri.ContainerStatus(ctx, c.Id)
+		st, err := cri.ContainerStatus(ctx, c.Id)
 		if err != nil {
 			return nil, fmt.Errorf("status of container %s: %w", c.Id, err)
 		}
@@ -39,8 +41,8 @@ func (n *node) containerStarts(ctx context.Context, namespace string) (map[strin
 }
 
 // runningContainerID is the ID of pod's one running container.
-func (n *node) runningContainerID(ctx context.Context, namespace, pod string) (string, error) {
-	cs, err := n.cri.ListContainers(ctx, &runtimeapi.ContainerFilter{
+func runningContainerID(ctx context.Context, n nodeUnderTest, namespace, pod string) (string, error) {
+	cs, err := n.criService().ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		LabelSelector: map[string]string{container.LabelPodNamespace: namespace, container.LabelPodName: pod},
 	})
@@ -54,8 +56,8 @@ func (n *node) runningContainerID(ctx context.Context, namespace, pod string) (s
 }
 
 // containerPid is the pid of a running container's process.
-func (n *node) containerPid(ctx context.Context, id string) (int, error) {
-	resp, err := n.cri.Runtime().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+func containerPid(ctx context.Context, n nodeUnderTest, id string) (int, error) {
+	resp, err := n.criService().Runtime().ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
 	if err != nil {
 		return 0, err
 	}
@@ -79,7 +81,7 @@ type floorPod struct {
 // runFloor starts pods all at once with direct CRI calls and returns, for
 // each, the time from start to its container started by the runtime's own
 // clock, and the sandboxes to remove.
-func (n *node) runFloor(ctx context.Context, pods []floorPod) ([]time.Duration, []string, error) {
+func runFloor(ctx context.Context, n nodeUnderTest, pods []floorPod) ([]time.Duration, []string, error) {
 	ids := make([]string, len(pods))
 	errs := make([]error, len(pods))
 	started := make([]time.Time, len(pods))
@@ -87,7 +89,7 @@ func (n *node) runFloor(ctx context.Context, pods []floorPod) ([]time.Duration, 
 	var wg sync.WaitGroup
 	for i, p := range pods {
 		wg.Go(func() {
-			ids[i], errs[i] = n.runFloorPod(ctx, p, &started[i])
+			ids[i], errs[i] = runFloorPod(ctx, n, p, &started[i])
 		})
 	}
 	wg.Wait()
@@ -122,8 +124,8 @@ func floorSandbox(p floorPod, logs string) *runtimeapi.PodSandboxConfig {
 
 // startFloorContainer creates and starts attempt of p's container and
 // returns its ID and the runtime's start time.
-func (n *node) startFloorContainer(ctx context.Context, sandboxID string, sb *runtimeapi.PodSandboxConfig, p floorPod, attempt uint32) (string, time.Time, error) {
-	cid, err := n.cri.CreateContainer(ctx, sandboxID, &runtimeapi.ContainerConfig{
+func startFloorContainer(ctx context.Context, cri *runtime.Service, sandboxID string, sb *runtimeapi.PodSandboxConfig, p floorPod, attempt uint32) (string, time.Time, error) {
+	cid, err := cri.CreateContainer(ctx, sandboxID, &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "main", Attempt: attempt},
 		Image:    &runtimeapi.ImageSpec{Image: busyboxRef},
 		Command:  p.command,
@@ -132,10 +134,10 @@ func (n *node) startFloorContainer(ctx context.Context, sandboxID string, sb *ru
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if err := n.cri.StartContainer(ctx, cid); err != nil {
+	if err := cri.StartContainer(ctx, cid); err != nil {
 		return cid, time.Time{}, err
 	}
-	st, err := n.cri.ContainerStatus(ctx, cid)
+	st, err := cri.ContainerStatus(ctx, cid)
 	if err != nil {
 		return cid, time.Time{}, err
 	}
@@ -145,24 +147,24 @@ func (n *node) startFloorContainer(ctx context.Context, sandboxID string, sb *ru
 // reactionFloor kills a container's process kills times, each time
 // creating and starting the replacement at once, and returns the times
 // from each kill to the replacement's start.
-func (n *node) reactionFloor(ctx context.Context, kills int) (took []time.Duration, err error) {
+func reactionFloor(ctx context.Context, n nodeUnderTest, kills int) (took []time.Duration, err error) {
 	p := floorPod{name: "react-floor", hostNetwork: true, command: sleepCommand}
-	sb := floorSandbox(p, filepath.Join(n.root, "floor-logs"))
-	id, err := n.cri.RunPodSandbox(ctx, sb)
+	sb := floorSandbox(p, filepath.Join(n.dir(), "floor-logs"))
+	id, err := n.criService().RunPodSandbox(ctx, sb)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if rmErr := n.removeSandboxes(ctx, []string{id}); err == nil {
+		if rmErr := removeSandboxes(ctx, n.criService(), []string{id}); err == nil {
 			err = rmErr
 		}
 	}()
-	cid, _, err := n.startFloorContainer(ctx, id, sb, p, 0)
+	cid, _, err := startFloorContainer(ctx, n.criService(), id, sb, p, 0)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 1; attempt <= kills; attempt++ {
-		pid, err := n.containerPid(ctx, cid)
+		pid, err := containerPid(ctx, n, cid)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +173,7 @@ func (n *node) reactionFloor(ctx context.Context, kills int) (took []time.Durati
 			return nil, fmt.Errorf("kill pid %d: %w", pid, err)
 		}
 		var started time.Time
-		if cid, started, err = n.startFloorContainer(ctx, id, sb, p, uint32(attempt)); err != nil {
+		if cid, started, err = startFloorContainer(ctx, n.criService(), id, sb, p, uint32(attempt)); err != nil {
 			return nil, err
 		}
 		took = append(took, started.Sub(killed))
@@ -179,23 +181,23 @@ func (n *node) reactionFloor(ctx context.Context, kills int) (took []time.Durati
 	return took, nil
 }
 
-func (n *node) runFloorPod(ctx context.Context, p floorPod, started *time.Time) (string, error) {
-	sb := floorSandbox(p, filepath.Join(n.root, "floor-logs"))
-	id, err := n.cri.RunPodSandbox(ctx, sb)
+func runFloorPod(ctx context.Context, n nodeUnderTest, p floorPod, started *time.Time) (string, error) {
+	sb := floorSandbox(p, filepath.Join(n.dir(), "floor-logs"))
+	id, err := n.criService().RunPodSandbox(ctx, sb)
 	if err != nil {
 		return "", err
 	}
-	_, *started, err = n.startFloorContainer(ctx, id, sb, p, 0)
+	_, *started, err = startFloorContainer(ctx, n.criService(), id, sb, p, 0)
 	return id, err
 }
 
 // removeSandboxes stops and removes what runFloor made.
-func (n *node) removeSandboxes(ctx context.Context, ids []string) error {
+func removeSandboxes(ctx context.Context, cri *runtime.Service, ids []string) error {
 	for _, id := range ids {
-		if err := n.cri.StopPodSandbox(ctx, id); err != nil {
+		if err := cri.StopPodSandbox(ctx, id); err != nil {
 			return err
 		}
-		if err := n.cri.RemovePodSandbox(ctx, id); err != nil {
+		if err := cri.RemovePodSandbox(ctx, id); err != nil {
 			return err
 		}
 	}

@@ -6,27 +6,38 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 )
 
-// DensityResult is how berth holds many pods: whether they all run, how
-// fresh their status stays, and what keeping them costs.
+// DensityResult is how the agent (berth, or the kubelet in a comparison)
+// holds many pods: whether they all run, how fresh their status stays, and
+// what keeping them costs.
 type DensityResult struct {
 	Pods    int    `json:"pods"`
 	Network string `json:"network"`
-	// Running is how many berth reported Running at the end of the window.
+	// Running is how many the agent reported Running at the end of the
+	// window.
 	Running           int     `json:"running"`
 	AllRunningSeconds float64 `json:"all_running_seconds"` // drop to every pod Running
 	WindowSeconds     float64 `json:"window_seconds"`
-	RelistMeanMs      float64 `json:"relist_mean_ms"`
-	RelistP99Ms       float64 `json:"relist_p99_ms"` // a bucket's upper bound
-	PodSyncMeanMs     float64 `json:"pod_sync_mean_ms"`
-	PodSyncP99Ms      float64 `json:"pod_sync_p99_ms"`
 	// StatusFreshness is, for pods whose container was killed, the time
 	// until /pods showed the restart.
 	StatusFreshness Latency `json:"status_freshness"`
-	Berth           Usage   `json:"berth"`
+	Berth           Usage   `json:"berth"` // the agent's
 	Containerd      Usage   `json:"containerd"`
+	// *DensityBerth are the figures from berth's own metrics; nil, so
+	// absent from the JSON, for another agent.
+	*DensityBerth
+}
+
+// DensityBerth are berth's relist and pod sync latencies over the window
+// and the restarts after it.
+type DensityBerth struct {
+	RelistMeanMs  float64 `json:"relist_mean_ms"`
+	RelistP99Ms   float64 `json:"relist_p99_ms"` // a bucket's upper bound
+	PodSyncMeanMs float64 `json:"pod_sync_mean_ms"`
+	PodSyncP99Ms  float64 `json:"pod_sync_p99_ms"`
 }
 
 const (
@@ -36,33 +47,18 @@ const (
 	freshnessPoll = 250 * time.Millisecond
 )
 
-func runDensity(ctx context.Context, n *node, pods int, hostNetwork bool, window time.Duration) (DensityResult, error) {
+func runDensity(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool, window time.Duration) (DensityResult, error) {
 	res := DensityResult{Pods: pods, Network: networkName(hostNetwork)}
-	names := make([]string, pods)
-	begin := time.Now()
-	for i := range names {
-		names[i] = fmt.Sprintf("dense-%03d", i)
-		if err := n.writeManifest(names[i]+".yaml", densityManifest(names[i], hostNetwork)); err != nil {
-			return res, err
-		}
-	}
-	running := 0
-	err := poll(ctx, 20*time.Minute, time.Second, func() (bool, error) {
-		list, err := n.pods(ctx)
-		if err != nil {
-			return false, nil
-		}
-		running = countRunning(list)
-		return running == pods, nil
-	})
-	if err != nil {
-		return res, fmt.Errorf("%d of %d pods Running: %w", running, pods, err)
-	}
-	res.AllRunningSeconds = round3(time.Since(begin).Seconds())
-
-	before, err := n.metrics(ctx)
+	names, err := dropDensityPods(ctx, n, &res, hostNetwork)
 	if err != nil {
 		return res, err
+	}
+	b, isBerth := n.(*node)
+	var before map[string]*dto.MetricFamily
+	if isBerth {
+		if before, err = b.metrics(ctx); err != nil {
+			return res, err
+		}
 	}
 	meter, err := newNodeMeter(n)
 	if err != nil {
@@ -79,25 +75,62 @@ func runDensity(ctx context.Context, n *node, pods int, hostNetwork bool, window
 
 	var fresh []time.Duration
 	for i := range min(freshnessSamples, pods) {
-		d, err := restartShows(ctx, n, staticPodName(names[i*pods/min(freshnessSamples, pods)]))
+		d, err := restartShows(ctx, n, n.podName(names[i*pods/min(freshnessSamples, pods)]))
 		if err != nil {
 			return res, err
 		}
 		fresh = append(fresh, d)
 	}
 	res.StatusFreshness = Summarize(fresh)
-	// The latencies span the quiet window and the restarts after it, so
-	// that the pod workers' syncs are in them.
-	after, err := n.metrics(ctx)
-	if err != nil {
-		return res, err
+	if isBerth {
+		// The latencies span the quiet window and the restarts after
+		// it, so that the pod workers' syncs are in them.
+		after, err := b.metrics(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.DensityBerth = densityBerthSince(before, after)
 	}
+	return res, n.clearManifests(ctx, 20*time.Minute)
+}
+
+// dropDensityPods drops the round's manifests and waits until the agent
+// reports every pod Running; it returns the manifests' names.
+func dropDensityPods(ctx context.Context, n nodeUnderTest, res *DensityResult, hostNetwork bool) ([]string, error) {
+	names := make([]string, res.Pods)
+	begin := time.Now()
+	for i := range names {
+		names[i] = fmt.Sprintf("dense-%03d", i)
+		if err := n.writeManifest(names[i]+".yaml", densityManifest(names[i], hostNetwork)); err != nil {
+			return nil, err
+		}
+	}
+	running := 0
+	err := poll(ctx, 20*time.Minute, time.Second, func() (bool, error) {
+		list, err := n.pods(ctx)
+		if err != nil {
+			return false, nil
+		}
+		running = countRunning(list)
+		return running == res.Pods, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%d of %d pods Running: %w", running, res.Pods, err)
+	}
+	res.AllRunningSeconds = round3(time.Since(begin).Seconds())
+	return names, nil
+}
+
+// densityBerthSince reads berth's relist and sync latencies between two
+// scrapes of its /metrics.
+func densityBerthSince(before, after map[string]*dto.MetricFamily) *DensityBerth {
+	var d DensityBerth
 	relist := histogramOf(after, "kubelet_pleg_relist_duration_seconds", nil).since(histogramOf(before, "kubelet_pleg_relist_duration_seconds", nil))
-	res.RelistMeanMs, res.RelistP99Ms = relist.meanMs(), relist.quantileMs(0.99)
+	d.RelistMeanMs, d.RelistP99Ms = relist.meanMs(), relist.quantileMs(0.99)
 	sync := map[string]string{"operation_type": "sync"}
 	syncs := histogramOf(after, "kubelet_pod_worker_duration_seconds", sync).since(histogramOf(before, "kubelet_pod_worker_duration_seconds", sync))
-	res.PodSyncMeanMs, res.PodSyncP99Ms = syncs.meanMs(), syncs.quantileMs(0.99)
-	return res, n.clearManifests(ctx, 20*time.Minute)
+	d.PodSyncMeanMs, d.PodSyncP99Ms = syncs.meanMs(), syncs.quantileMs(0.99)
+	return &d
 }
 
 func countRunning(list []v1.Pod) int {
@@ -110,14 +143,14 @@ func countRunning(list []v1.Pod) int {
 	return running
 }
 
-// restartShows kills pod's container and returns the time until berth's
-// /pods shows it restarted.
-func restartShows(ctx context.Context, n *node, pod string) (time.Duration, error) {
-	id, err := n.runningContainerID(ctx, startupNamespace, pod)
+// restartShows kills pod's container and returns the time until the
+// agent's /pods shows it restarted.
+func restartShows(ctx context.Context, n nodeUnderTest, pod string) (time.Duration, error) {
+	id, err := runningContainerID(ctx, n, startupNamespace, pod)
 	if err != nil {
 		return 0, err
 	}
-	pid, err := n.containerPid(ctx, id)
+	pid, err := containerPid(ctx, n, id)
 	if err != nil {
 		return 0, err
 	}

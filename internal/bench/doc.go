@@ -6,6 +6,11 @@
 // /proc, not from berth's view of itself, so berth cannot flatter its
 // figures.
 //
+// With a kubelet binary (CompareOptions), each scenario also runs on the
+// upstream kubelet and on berth with a containerd it does not manage,
+// interleaved, and the report compares the agents figure by figure; the
+// scenarios see any of them as a nodeUnderTest.
+//
 // The pure parts (percentiles, /proc parsing, histogram quantiles, the
 // report and its targets) are plain functions, tested on their own; the
 // scenarios are the I/O around them.

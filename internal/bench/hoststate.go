@@ -126,22 +126,38 @@ func deleteChainsScript(table, save string, chains []string) string {
 	return b.String()
 }
 
-// removeChainsAdded deletes the KUBE- chains there now that were not in
-// before: those the kubelet under test made. A chain that was there before
-// (another kubelet's, kube-proxy's) is left alone, with its rules.
+// kubeletChains are the chains the kubelet makes (v1.36's
+// kubelet_network_linux.go): the iptables mode hint, the firewall against
+// martian localhost packets and the canary it watches for a flush.
+var kubeletChains = map[string]bool{"KUBE-IPTABLES-HINT": true, "KUBE-FIREWALL": true, "KUBE-KUBELET-CANARY": true}
+
+// kubeletChainsAdded are the kubelet's chains in now and not in before, by
+// family and table.
+func kubeletChainsAdded(before, now map[chainKey]bool) map[[2]string][]string {
+	added := map[[2]string][]string{} // family, table -> chains
+	for k := range now {
+		if !before[k] && kubeletChains[k.chain] {
+			added[[2]string{k.family, k.table}] = append(added[[2]string{k.family, k.table}], k.chain)
+		}
+	}
+	for _, chains := range added {
+		slices.Sort(chains)
+	}
+	return added
+}
+
+// removeChainsAdded deletes the kubelet's KUBE- chains there now that were
+// not in before: those the kubelet under test made. A chain that was there
+// before (another kubelet's) is left alone, with its rules, and so is any
+// other KUBE- chain (a kube-proxy of another test may make its own while
+// the kubelet runs).
 func removeChainsAdded(ctx context.Context, before map[chainKey]bool) error {
 	now, err := kubeChains(ctx)
 	if err != nil {
 		return err
 	}
-	added := map[[2]string][]string{} // family, table -> chains
-	for k := range now {
-		if !before[k] {
-			added[[2]string{k.family, k.table}] = append(added[[2]string{k.family, k.table}], k.chain)
-		}
-	}
 	var errs []error
-	for ft, chains := range added {
+	for ft, chains := range kubeletChainsAdded(before, now) {
 		save, err := iptablesSave(ctx, ft[0], ft[1])
 		if err != nil {
 			errs = append(errs, err)

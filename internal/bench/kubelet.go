@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -20,11 +19,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/hostclean"
-	"github.com/berth-dev/berth/internal/imagebuild"
-	"github.com/berth-dev/berth/internal/network"
-	"github.com/berth-dev/berth/internal/noderuntime"
 	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
@@ -153,42 +148,17 @@ func (n *kubeletNode) start(ctx context.Context) error {
 // startContainerd starts the kubelet's containerd, as a user would run one
 // for a kubelet, with berth's bridge conflist and the images imported.
 func (n *kubeletNode) startContainerd(ctx context.Context) error {
-	confDir := filepath.Join(n.root, "cni", "net.d")
-	err := network.WriteConfList(confDir, network.Bridge{
-		Name: kubeletCNINetwork, Interface: n.bridge, PodCIDR: n.cidr,
-		IPAMDir: filepath.Join(n.root, "cni", "ipam"),
-	})
-	if err != nil {
-		return err
+	var err error
+	n.ctrd, err = n.runtime().start(ctx)
+	return err
+}
+
+// runtime is the kubelet's containerd and pod network.
+func (n *kubeletNode) runtime() harnessRuntime {
+	return harnessRuntime{
+		root: n.root, network: kubeletCNINetwork, bridge: n.bridge, cidr: n.cidr,
+		binary: n.opts.Containerd, binDir: n.opts.BinDir, busybox: n.opts.Busybox,
 	}
-	logFile, err := os.Create(filepath.Join(n.root, "containerd-start.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	n.ctrd, err = containerd.Start(ctx, containerd.Options{
-		RootDir: n.root, Binary: n.opts.Containerd, CNIConfDir: confDir,
-		SandboxImage: noderuntime.SandboxImage,
-		Log:          slog.New(slog.NewTextHandler(logFile, nil)),
-	})
-	if err != nil {
-		return fmt.Errorf("start the kubelet's containerd: %w", err)
-	}
-	pause, err := imagebuild.PauseImage(filepath.Join(n.opts.BinDir, "berth-pause"))
-	if err != nil {
-		return err
-	}
-	if err := containerd.ImportImage(ctx, n.ctrd.Address(), n.ctrd.Snapshotter(), noderuntime.SandboxImage, pause); err != nil {
-		return fmt.Errorf("import the pause image: %w", err)
-	}
-	busybox, err := imagebuild.BusyboxImage(n.opts.Busybox)
-	if err != nil {
-		return fmt.Errorf("build the busybox image from %s: %w", n.opts.Busybox, err)
-	}
-	if err := containerd.ImportImage(ctx, n.ctrd.Address(), n.ctrd.Snapshotter(), busyboxRef, busybox); err != nil {
-		return fmt.Errorf("import busybox: %w", err)
-	}
-	return nil
 }
 
 // freePorts returns k distinct free ports.
@@ -266,10 +236,11 @@ func (n *kubeletNode) startKubelet(ctx context.Context) error {
 	return nil
 }
 
-func (n *kubeletNode) agent() string                  { return "kubelet" }
+func (n *kubeletNode) agent() string                  { return agentKubelet }
 func (n *kubeletNode) podName(manifest string) string { return staticPodName(manifest) }
 func (n *kubeletNode) agentPid() int                  { return n.cmd.Process.Pid }
 func (n *kubeletNode) criService() *runtime.Service   { return n.cri }
+func (n *kubeletNode) dir() string                    { return n.root }
 
 func (n *kubeletNode) containerdPid() (int, error) {
 	if pid := n.ctrd.Pid(); pid > 1 {
@@ -382,10 +353,7 @@ func (n *kubeletNode) close() error {
 	// The kubelet's root dir is itself a mount (made rshared), so the
 	// mounts are those under the harness's dir, which holds it.
 	errs = append(errs, hostclean.UnmountUnder(n.root), hostclean.RemoveCgroups(n.cgroupRoot))
-	_ = exec.Command("ip", "link", "del", n.bridge).Run() // exists only once a bridge pod ran
-	rc := cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: kubeletCNINetwork, IPAMDir: filepath.Join(n.root, "cni", "ipam")}
-	_, err := rc.RemoveOwned()
-	errs = append(errs, err)
+	errs = append(errs, n.runtime().removeNetwork())
 	if n.chainsBefore != nil {
 		errs = append(errs, removeChainsAdded(ctx, n.chainsBefore))
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -96,5 +97,36 @@ COMMIT
 	}
 	if got := deleteChainsScript("filter", filterSave, []string{"KUBE-ABSENT"}); got != "" {
 		t.Errorf("nothing to delete, script:\n%s", got)
+	}
+}
+
+// TestKubeletChainsAdded takes only the kubelet's own chains that came
+// while it ran: not those there before, nor a kube-proxy's made meanwhile.
+func TestKubeletChainsAdded(t *testing.T) {
+	key := func(family, table, chain string) chainKey { return chainKey{family, table, chain} }
+	before := map[chainKey]bool{
+		key("iptables", "filter", "KUBE-FIREWALL"): true, // another kubelet's
+		key("iptables", "nat", "KUBE-SERVICES"):    true,
+	}
+	now := map[chainKey]bool{
+		key("iptables", "filter", "KUBE-FIREWALL"):        true,
+		key("iptables", "nat", "KUBE-SERVICES"):           true,
+		key("iptables", "nat", "KUBE-SEP-ABC"):            true, // kube-proxy's, new
+		key("iptables", "nat", "KUBE-KUBELET-CANARY"):     true,
+		key("iptables", "filter", "KUBE-KUBELET-CANARY"):  true,
+		key("iptables", "mangle", "KUBE-KUBELET-CANARY"):  true,
+		key("iptables", "mangle", "KUBE-IPTABLES-HINT"):   true,
+		key("ip6tables", "filter", "KUBE-FIREWALL"):       true,
+		key("ip6tables", "filter", "KUBE-PROXY-FIREWALL"): true,
+	}
+	got := kubeletChainsAdded(before, now)
+	want := map[[2]string][]string{
+		{"iptables", "nat"}:     {"KUBE-KUBELET-CANARY"},
+		{"iptables", "filter"}:  {"KUBE-KUBELET-CANARY"},
+		{"iptables", "mangle"}:  {"KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY"},
+		{"ip6tables", "filter"}: {"KUBE-FIREWALL"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kubeletChainsAdded = %v, want %v", got, want)
 	}
 }

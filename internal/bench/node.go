@@ -28,6 +28,7 @@ import (
 	"github.com/berth-dev/berth/internal/hostclean"
 	"github.com/berth-dev/berth/internal/imagebuild"
 	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/runtime/containerd"
 )
 
 const (
@@ -35,6 +36,10 @@ const (
 	busyboxRef = "berth.local/busybox:bench"
 	// nodeName is the berth's node name: static pods are named after it.
 	nodeName = "bench"
+	// The agents a comparison runs, as the report names them.
+	agentBerth         = "berth"
+	agentKubelet       = "kubelet"
+	agentBerthExternal = "berth (external)"
 )
 
 // staticPodName is the name berth gives the pod of manifest name: the
@@ -51,7 +56,14 @@ type NodeOptions struct {
 	ExtraArgs []string
 	// KeepLog, when set, receives berth's log when the node is removed.
 	KeepLog string
+	// ExternalRuntime runs berth on a containerd the harness starts
+	// (--container-runtime-endpoint) rather than on its managed one.
+	ExternalRuntime bool
 }
+
+// externalCNINetwork is the CNI network of the containerd the harness
+// starts for berth on an external runtime endpoint.
+const externalCNINetwork = "bench-berth-ext"
 
 // node is one berth on its own root dir, managed containerd, ports, pod
 // network and cgroup root, and the harness's direct CRI connection to that
@@ -70,6 +82,8 @@ type node struct {
 	cri        *runtime.Service
 	http       *http.Client
 	admin      *http.Client
+	// ext is the external containerd, when opts.ExternalRuntime.
+	ext *containerd.Managed
 }
 
 // startNode starts berth and waits until its API answers and its
@@ -137,6 +151,14 @@ func (n *node) start(ctx context.Context) error {
 		"--max-pods", strconv.Itoa(n.opts.MaxPods),
 		"--logging-format", "json",
 	)
+	endpoint := "unix://" + filepath.Join(n.root, "containerd", "containerd.sock")
+	if n.opts.ExternalRuntime {
+		if n.ext, err = n.externalRuntime().start(ctx); err != nil {
+			return err
+		}
+		endpoint = n.ext.Endpoint()
+		n.cmd.Args = append(n.cmd.Args, "--container-runtime-endpoint", endpoint)
+	}
 	n.cmd.Args = append(n.cmd.Args, n.opts.ExtraArgs...)
 	n.cmd.Stdout, n.cmd.Stderr = n.logFile, n.logFile
 	if err := n.cmd.Start(); err != nil {
@@ -161,7 +183,7 @@ func (n *node) start(ctx context.Context) error {
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n.cri, err = runtime.Dial(dialCtx, "unix://"+filepath.Join(n.root, "containerd", "containerd.sock"))
+	n.cri, err = runtime.Dial(dialCtx, endpoint)
 	if err != nil {
 		return fmt.Errorf("connect to berth's containerd: %w", err)
 	}
@@ -171,12 +193,35 @@ func (n *node) start(ctx context.Context) error {
 // berthPid is the berth process; containerdPid its managed containerd.
 func (n *node) berthPid() int { return n.cmd.Process.Pid }
 
-func (n *node) agent() string                  { return "berth" }
+func (n *node) agent() string {
+	if n.opts.ExternalRuntime {
+		return agentBerthExternal
+	}
+	return agentBerth
+}
+
+// externalRuntime is the containerd and pod network of berth on an
+// external runtime endpoint: below the node's root dir, apart from where
+// berth's managed containerd would be.
+func (n *node) externalRuntime() harnessRuntime {
+	return harnessRuntime{
+		root: filepath.Join(n.root, "external"), network: externalCNINetwork, bridge: n.bridge, cidr: n.cidr,
+		binDir: n.opts.BinDir, busybox: n.opts.Busybox,
+	}
+}
+
 func (n *node) podName(manifest string) string { return staticPodName(manifest) }
 func (n *node) agentPid() int                  { return n.berthPid() }
 func (n *node) criService() *runtime.Service   { return n.cri }
+func (n *node) dir() string                    { return n.root }
 
 func (n *node) containerdPid() (int, error) {
+	if n.ext != nil {
+		if pid := n.ext.Pid(); pid > 1 {
+			return pid, nil
+		}
+		return 0, errors.New("the external containerd has no pid")
+	}
 	data, err := os.ReadFile(filepath.Join(n.root, "containerd", "containerd.pid"))
 	if err != nil {
 		return 0, err
@@ -269,11 +314,10 @@ func (n *node) heapProfile(ctx context.Context, dir, name string) error {
 // profileInBackground profiles berth for d into dir/name, if dir is set;
 // the channel tells when it is done.
 func (n *node) profileInBackground(ctx context.Context, dir string, d time.Duration, name string) <-chan error {
-	done := make(chan error, 1)
 	if dir == "" {
-		done <- nil
-		return done
+		return closedDone()
 	}
+	done := make(chan error, 1)
 	go func() { done <- n.profile(ctx, d, filepath.Join(dir, name)) }()
 	return done
 }
@@ -348,7 +392,11 @@ func (n *node) close() error {
 		cancel()
 		n.cri.Close()
 	}
-	if pid, err := n.containerdPid(); err == nil {
+	if n.ext != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		errs = append(errs, n.ext.Stop(ctx))
+		cancel()
+	} else if pid, err := n.containerdPid(); err == nil {
 		hostclean.Stop(pid, 10*time.Second)
 	}
 	for _, pid := range pidsWithArg("", n.root+"/") {
@@ -367,6 +415,9 @@ func (n *node) close() error {
 	rc := cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: "berth", IPAMDir: filepath.Join(n.root, "cni", "ipam")}
 	_, err := rc.RemoveOwned()
 	errs = append(errs, err)
+	if n.opts.ExternalRuntime {
+		errs = append(errs, n.externalRuntime().removeNetwork())
+	}
 	if n.logFile != nil {
 		n.logFile.Close()
 	}

@@ -7,14 +7,15 @@ import (
 	"time"
 )
 
-// ReactionResult is how fast berth replaces a container whose process was
+// ReactionResult is how fast the agent (berth, or the kubelet in a
+// comparison) replaces a container whose process was
 // killed: from the kill to the runtime starting the replacement.
 type ReactionResult struct {
 	Kills   int     `json:"kills"`
 	Restart Latency `json:"restart"`
 	// The restart in three parts, by the runtime's own timestamps: the
 	// kill to the runtime's record of the exit; the exit to the runtime
-	// creating the replacement (berth noticing and deciding, and the
+	// creating the replacement (the agent noticing and deciding, and the
 	// runtime's lag in publishing the exit); creating to started (the
 	// runtime's create and start).
 	Exit           Latency `json:"exit"`
@@ -22,14 +23,15 @@ type ReactionResult struct {
 	CreateAndStart Latency `json:"create_and_start"`
 	// Floor is the same kill with the harness as a perfect agent: it kills
 	// the process and at once creates and starts the replacement through
-	// the CRI, from the kill to the runtime's start.
+	// the CRI, from the kill to the runtime's start. On berth's runtime
+	// only: the kubelet would remove the harness's pod.
 	Floor Latency `json:"floor"`
 }
 
 // runReaction kills one container in each of kills pods, one pod at a
 // time, so that every kill is its container's first and the crash-loop
 // back-off (which starts only after a restart) never delays it.
-func runReaction(ctx context.Context, n *node, kills int) (ReactionResult, error) {
+func runReaction(ctx context.Context, n nodeUnderTest, kills int) (ReactionResult, error) {
 	res := ReactionResult{Kills: kills}
 	names := make([]string, kills)
 	for i := range names {
@@ -39,7 +41,7 @@ func runReaction(ctx context.Context, n *node, kills int) (ReactionResult, error
 		}
 	}
 	err := poll(ctx, 5*time.Minute, 200*time.Millisecond, func() (bool, error) {
-		starts, err := n.containerStarts(ctx, startupNamespace)
+		starts, err := containerStarts(ctx, n, startupNamespace)
 		return err == nil && len(starts) == kills, nil
 	})
 	if err != nil {
@@ -47,7 +49,7 @@ func runReaction(ctx context.Context, n *node, kills int) (ReactionResult, error
 	}
 	var took, exit, decide, createStart []time.Duration
 	for _, name := range names {
-		r, err := killAndWait(ctx, n, staticPodName(name))
+		r, err := killAndWait(ctx, n, n.podName(name))
 		if err != nil {
 			return res, err
 		}
@@ -60,7 +62,11 @@ func runReaction(ctx context.Context, n *node, kills int) (ReactionResult, error
 	if err := n.clearManifests(ctx, 5*time.Minute); err != nil {
 		return res, err
 	}
-	floor, err := n.reactionFloor(ctx, kills)
+	// Beside berth only, as the start-up floor.
+	if _, isBerth := n.(*node); !isBerth {
+		return res, nil
+	}
+	floor, err := reactionFloor(ctx, n, kills)
 	if err != nil {
 		return res, fmt.Errorf("reaction floor: %w", err)
 	}
@@ -78,13 +84,13 @@ type restart struct {
 // killAndWait kills pod's container process and waits for the runtime to
 // start its replacement. The harness polls for the replacement, but the
 // times are the runtime's own, so the polling's pace does not show in them.
-func killAndWait(ctx context.Context, n *node, pod string) (restart, error) {
+func killAndWait(ctx context.Context, n nodeUnderTest, pod string) (restart, error) {
 	var r restart
-	old, err := n.runningContainerID(ctx, startupNamespace, pod)
+	old, err := runningContainerID(ctx, n, startupNamespace, pod)
 	if err != nil {
 		return r, err
 	}
-	pid, err := n.containerPid(ctx, old)
+	pid, err := containerPid(ctx, n, old)
 	if err != nil {
 		return r, err
 	}
@@ -94,7 +100,7 @@ func killAndWait(ctx context.Context, n *node, pod string) (restart, error) {
 	}
 	var replacement string
 	err = poll(ctx, time.Minute, 5*time.Millisecond, func() (bool, error) {
-		id, err := n.runningContainerID(ctx, startupNamespace, pod)
+		id, err := runningContainerID(ctx, n, startupNamespace, pod)
 		if err == nil && id != old {
 			replacement = id
 			return true, nil
@@ -104,12 +110,12 @@ func killAndWait(ctx context.Context, n *node, pod string) (restart, error) {
 	if err != nil {
 		return r, fmt.Errorf("no replacement for the container of %s: %w", pod, err)
 	}
-	st, err := n.cri.ContainerStatus(ctx, replacement)
+	st, err := n.criService().ContainerStatus(ctx, replacement)
 	if err != nil {
 		return r, err
 	}
 	r.created, r.started = time.Unix(0, st.CreatedAt), time.Unix(0, st.StartedAt)
-	if st, err = n.cri.ContainerStatus(ctx, old); err != nil {
+	if st, err = n.criService().ContainerStatus(ctx, old); err != nil {
 		return r, fmt.Errorf("the killed container of %s: %w", pod, err)
 	}
 	r.finished = time.Unix(0, st.FinishedAt)

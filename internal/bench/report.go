@@ -3,8 +3,10 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,7 +14,7 @@ import (
 
 // SchemaVersion changes whenever a field of Report is renamed, removed or
 // changes meaning, so that two reports compare only when they agree.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Report is the harness's JSON. Every field is always present (a scenario
 // that was not run is an empty list), so two runs compare field by field.
@@ -27,6 +29,10 @@ type Report struct {
 	Density   []DensityResult  `json:"density"`
 	Decisions []Decision       `json:"decisions"`
 	Targets   []Target         `json:"targets"`
+	// Comparison is each scenario's figures on each agent (berth, the
+	// kubelet, berth on an external containerd), from --compare; empty
+	// without it.
+	Comparison []ComparedFigure `json:"comparison"`
 }
 
 // Machine is where the figures come from.
@@ -49,6 +55,7 @@ type ReportOptions struct {
 	SteadySeconds  float64 `json:"steady_seconds"`
 	DensityPods    []int   `json:"density_pods"`
 	DensitySeconds float64 `json:"density_seconds"`
+	CompareRuns    int     `json:"compare_runs"` // runs per agent and scenario; 0 without --compare
 }
 
 // Target is one of the issue's targets against what was measured.
@@ -145,13 +152,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			p("%s: berth / floor\t\t%.2f\t%.2f\t%.2f\t%.2f\n", s.Network, s.Overhead.P50, s.Overhead.P90, s.Overhead.P99, s.Overhead.Max)
 			p("%s: berth Ready\t%d\t%.0f\t%.0f\t%.0f\t%.0f\n", s.Network, s.Pods, s.Ready.P50, s.Ready.P90, s.Ready.P99, s.Ready.Max)
 			p("%s: CPU seconds\tberth %.2f, runtime for berth %.2f, runtime for the floor %.2f\n", s.Network, s.CPU.Berth, s.CPU.RuntimeBerth, s.CPU.RuntimeFloor)
-			var calls []string
-			for _, c := range s.CRICallsPerPod {
-				calls = append(calls, fmt.Sprintf("%s %.1f", c.Operation, c.Calls))
-			}
-			p("%s: berth's CRI calls per pod\t%s\n", s.Network, strings.Join(calls, ", "))
-			ph := s.PhasesMeanMs
-			p("%s: berth's phases (mean ms)\tadmission %.1f, sandbox %.1f, image %.1f, create %.1f, start %.1f\n", s.Network, ph.Admission, ph.Sandbox, ph.ImagePull, ph.ContainerCreate, ph.ContainerStart)
+			writeStartupBerth(p, s)
 		}
 		p("\n")
 	}
@@ -168,12 +169,16 @@ func WriteTable(w io.Writer, r *Report) error {
 	if len(r.Steady) > 0 {
 		p("STEADY STATE\tpods\tprobes/s\tcores\tpeak MiB\tfinal MiB\tprocesses\n")
 		for _, s := range r.Steady {
-			p("pods %d: %d Running at the start, %.0f probes/s, %.1f failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.RunningAtStart, s.ProbesPerSecond, s.FailedProbesPerSecond, s.Restarts, s.ReadyAtEnd)
+			probes, failed := absent, absent
+			if s.SteadyBerth != nil {
+				probes, failed = fmt.Sprintf("%.0f", s.ProbesPerSecond), fmt.Sprintf("%.1f", s.FailedProbesPerSecond)
+			}
+			p("pods %d: %d Running at the start, %s probes/s, %s failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.RunningAtStart, probes, failed, s.Restarts, s.ReadyAtEnd)
 			for _, u := range []struct {
 				name string
 				u    Usage
 			}{{"berth", s.Berth}, {"containerd (+children)", s.Containerd}, {"shims (+runc)", s.Shims}} {
-				p("%s\t%d\t%.0f\t%.3f\t%.1f\t%.1f\t%d\n", u.name, s.Pods, s.ProbesPerSecond, u.u.Cores, u.u.PeakRSS, u.u.FinalRSS, u.u.Processes)
+				p("%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%d\n", u.name, s.Pods, probes, u.u.Cores, u.u.PeakRSS, u.u.FinalRSS, u.u.Processes)
 			}
 		}
 		p("\n")
@@ -181,11 +186,16 @@ func WriteTable(w io.Writer, r *Report) error {
 	if len(r.Density) > 0 {
 		p("DENSITY\tpods\tRunning\tall Running s\trelist mean/p99 ms\tsync mean/p99 ms\tfresh p50/max ms\tberth cores\tberth MiB\n")
 		for _, d := range r.Density {
-			p("%s\t%d\t%d\t%.1f\t%.1f / %.0f\t%.1f / %.0f\t%.0f / %.0f\t%.3f\t%.1f\n", d.Network, d.Pods, d.Running, d.AllRunningSeconds,
-				d.RelistMeanMs, d.RelistP99Ms, d.PodSyncMeanMs, d.PodSyncP99Ms, d.StatusFreshness.P50, d.StatusFreshness.Max, d.Berth.Cores, d.Berth.PeakRSS)
+			relist, sync := absent, absent
+			if d.DensityBerth != nil {
+				relist, sync = fmt.Sprintf("%.1f / %.0f", d.RelistMeanMs, d.RelistP99Ms), fmt.Sprintf("%.1f / %.0f", d.PodSyncMeanMs, d.PodSyncP99Ms)
+			}
+			p("%s\t%d\t%d\t%.1f\t%s\t%s\t%.0f / %.0f\t%.3f\t%.1f\n", d.Network, d.Pods, d.Running, d.AllRunningSeconds,
+				relist, sync, d.StatusFreshness.P50, d.StatusFreshness.Max, d.Berth.Cores, d.Berth.PeakRSS)
 		}
 		p("\n")
 	}
+	writeComparison(p, r)
 	if len(r.Decisions) > 0 {
 		p("DECISIONS\tms/op\tB/op\tallocs/op\n")
 		for _, d := range r.Decisions {
@@ -204,4 +214,79 @@ func WriteTable(w io.Writer, r *Report) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// absent stands in the table for a figure an agent does not have.
+const absent = "—"
+
+// writeStartupBerth prints the start-up figures from berth's own metrics.
+func writeStartupBerth(p func(string, ...any), s StartupResult) {
+	if s.StartupBerth == nil {
+		return
+	}
+	var calls []string
+	for _, c := range s.CRICallsPerPod {
+		calls = append(calls, fmt.Sprintf("%s %.1f", c.Operation, c.Calls))
+	}
+	p("%s: berth's CRI calls per pod\t%s\n", s.Network, strings.Join(calls, ", "))
+	ph := s.PhasesMeanMs
+	p("%s: berth's phases (mean ms)\tadmission %.1f, sandbox %.1f, image %.1f, create %.1f, start %.1f\n", s.Network, ph.Admission, ph.Sandbox, ph.ImagePull, ph.ContainerCreate, ph.ContainerStart)
+}
+
+// writeComparison prints each compared figure with every agent's median
+// and berth's over the kubelet's; an agent without the figure shows a dash.
+func writeComparison(p func(string, ...any), r *Report) {
+	if len(r.Comparison) == 0 {
+		return
+	}
+	agents := comparedAgents(r.Comparison)
+	runs := fmt.Sprintf("median of %d runs", r.Options.CompareRuns)
+	if r.Options.CompareRuns == 1 {
+		runs = "1 run each"
+	}
+	p("COMPARISON (%s)\tunit\t%s\tberth ÷ kubelet\n", runs, strings.Join(agents, "\t"))
+	for _, c := range r.Comparison {
+		cells := make([]string, len(agents))
+		for i, a := range agents {
+			cells[i] = absent
+			for _, af := range c.Agents {
+				if af.Agent == a {
+					cells[i] = formatFigure(af.Median)
+				}
+			}
+		}
+		ratio := absent
+		if c.BerthOverKubelet != nil {
+			ratio = fmt.Sprintf("%.2f", *c.BerthOverKubelet)
+		}
+		p("%s: %s\t%s\t%s\t%s\n", c.Scenario, c.Figure, c.Unit, strings.Join(cells, "\t"), ratio)
+	}
+	p("\n")
+}
+
+// comparedAgents are the agents of the comparison, in the order the
+// figures list them.
+func comparedAgents(cs []ComparedFigure) []string {
+	var out []string
+	for _, c := range cs {
+		for _, a := range c.Agents {
+			if !slices.Contains(out, a.Agent) {
+				out = append(out, a.Agent)
+			}
+		}
+	}
+	return out
+}
+
+// formatFigure shows a figure with three significant digits or more, a
+// whole number without decimals.
+func formatFigure(v float64) string {
+	switch {
+	case v == math.Trunc(v) || math.Abs(v) >= 100: // counts, and large figures
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
 }

@@ -25,11 +25,15 @@ type Options struct {
 	DecisionBenchtime string
 	ProfileDir        string // where berth's profiles (CPU of start-up and steady state, heap) go; "" for none
 	BerthVersion      string
-	Log               *slog.Logger
+	// Compare, with a kubelet binary, runs each scenario on berth, the
+	// upstream kubelet and berth on an external containerd.
+	Compare CompareOptions
+	Log     *slog.Logger
 }
 
-// Run runs the scenarios on one berth, in the order of the issue, and
-// returns the report. The node is removed whatever happens.
+// Run runs the scenarios in the order of the issue and returns the report:
+// on one berth, or with opts.Compare on a fresh node of each agent per run
+// (runCompare). The nodes are removed whatever happens.
 func Run(ctx context.Context, opts Options) (r *Report, err error) {
 	log := opts.Log
 	r = &Report{
@@ -39,9 +43,10 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 			StartupPods: opts.StartupPods, ReactionKills: opts.ReactionKills,
 			SteadyPods: nonNil(opts.SteadyPods), SteadySeconds: opts.SteadyWindow.Seconds(),
 			DensityPods: nonNil(opts.DensityPods), DensitySeconds: opts.DensityWindow.Seconds(),
+			CompareRuns: opts.Compare.Runs,
 		},
 		Startup: []StartupResult{}, Reaction: []ReactionResult{}, Steady: []SteadyResult{},
-		Density: []DensityResult{}, Decisions: []Decision{}, Targets: []Target{},
+		Density: []DensityResult{}, Decisions: []Decision{}, Targets: []Target{}, Comparison: []ComparedFigure{},
 	}
 	if opts.Decisions {
 		log.Info("decisions: go test -bench", "benchtime", opts.DecisionBenchtime)
@@ -49,9 +54,27 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 			return r, err
 		}
 	}
-	n, err := startNode(ctx, opts.Node)
+	if opts.Compare.Kubelet != "" {
+		if opts.Compare.Runs < 1 {
+			return r, fmt.Errorf("compare runs: %d, want at least 1", opts.Compare.Runs)
+		}
+		err = runCompare(ctx, opts, r)
+		r.Machine = describeMachine(r.Machine.Runtime, opts.BerthVersion)
+	} else {
+		err = runOnOneNode(ctx, opts, r)
+	}
 	if err != nil {
 		return r, err
+	}
+	r.Targets = evaluateTargets(r)
+	return r, nil
+}
+
+// runOnOneNode runs every scenario on one berth.
+func runOnOneNode(ctx context.Context, opts Options, r *Report) (err error) {
+	n, err := startNode(ctx, opts.Node)
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if closeErr := n.close(); closeErr != nil && err == nil {
@@ -65,46 +88,15 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 	}()
 	version, err := n.cri.Version(ctx)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.Machine = describeMachine(version.RuntimeName+" "+version.RuntimeVersion, opts.BerthVersion)
-
-	if opts.StartupPods > 0 {
-		for _, host := range []bool{true, false} {
-			log.Info("start-up", "pods", opts.StartupPods, "network", networkName(host))
-			s, err := runStartup(ctx, n, opts.StartupPods, host, opts.ProfileDir)
-			if err != nil {
-				return r, fmt.Errorf("start-up, %s network: %w", networkName(host), err)
-			}
-			r.Startup = append(r.Startup, s)
+	for _, sc := range scenarios(opts) {
+		if err := sc.run(ctx, n, r); err != nil {
+			return err
 		}
 	}
-	if opts.ReactionKills > 0 {
-		log.Info("reaction", "kills", opts.ReactionKills)
-		re, err := runReaction(ctx, n, opts.ReactionKills)
-		if err != nil {
-			return r, fmt.Errorf("reaction: %w", err)
-		}
-		r.Reaction = append(r.Reaction, re)
-	}
-	for _, pods := range opts.SteadyPods {
-		log.Info("steady state", "pods", pods, "window", opts.SteadyWindow)
-		s, err := runSteady(ctx, n, pods, opts.SteadyWindow, opts.ProfileDir)
-		if err != nil {
-			return r, fmt.Errorf("steady state, %d pods: %w", pods, err)
-		}
-		r.Steady = append(r.Steady, s)
-	}
-	for _, pods := range opts.DensityPods {
-		log.Info("density", "pods", pods, "network", networkName(opts.DensityHostNet), "window", opts.DensityWindow)
-		d, err := runDensity(ctx, n, pods, opts.DensityHostNet, opts.DensityWindow)
-		if err != nil {
-			return r, fmt.Errorf("density, %d pods: %w", pods, err)
-		}
-		r.Density = append(r.Density, d)
-	}
-	r.Targets = evaluateTargets(r)
-	return r, nil
+	return nil
 }
 
 func nonNil(s []int) []int {

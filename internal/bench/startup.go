@@ -12,20 +12,30 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// StartupResult is one start-up round: N pods on one network, through berth
-// and through direct CRI calls.
+// StartupResult is one start-up round: N pods on one network, through the
+// agent (berth, or the kubelet in a comparison) and through direct CRI
+// calls.
 type StartupResult struct {
 	Network string  `json:"network"` // "host" or "bridge"
 	Pods    int     `json:"pods"`
 	Running Latency `json:"running"` // drop to the runtime starting the pod's last container
-	Ready   Latency `json:"ready"`   // drop to berth reporting the pod Ready (/pods, polled)
-	Floor   Latency `json:"floor"`   // the same pods by direct CRI calls, all at once
+	Ready   Latency `json:"ready"`   // drop to the agent reporting the pod Ready (/pods, polled)
+	// Floor is the same pods by direct CRI calls, all at once, on berth's
+	// runtime (none on the kubelet's: it would remove them).
+	Floor Latency `json:"floor"`
 	// Overhead is Running over Floor, percentile by percentile.
 	Overhead Ratio `json:"overhead"`
-	// CPU is what the round cost each side in CPU seconds: berth itself,
-	// and the runtime (containerd, shims and their runc children) for
-	// berth's pods and for the floor's.
+	// CPU is what the round cost each side in CPU seconds: the agent
+	// itself, and the runtime (containerd, shims and their runc children)
+	// for the agent's pods and for the floor's.
 	CPU StartupCPU `json:"cpu_seconds"`
+	// *StartupBerth are the figures only berth gives (its /metrics); nil,
+	// so absent from the JSON, for another agent.
+	*StartupBerth
+}
+
+// StartupBerth are the start-up figures from berth's own metrics.
+type StartupBerth struct {
 	// CRICallsPerPod are berth's runtime calls in the round, per pod, by
 	// CRI method (kubelet_runtime_operations_total), the busiest first.
 	CRICallsPerPod []CRICalls `json:"cri_calls_per_pod"`
@@ -34,7 +44,8 @@ type StartupResult struct {
 	PhasesMeanMs PodStartPhases `json:"phases_mean_ms"`
 }
 
-// StartupCPU is the CPU a start-up round cost, in seconds.
+// StartupCPU is the CPU a start-up round cost, in seconds. Berth is the
+// agent's (the kubelet's, in a comparison's kubelet run).
 type StartupCPU struct {
 	Berth        float64 `json:"berth"`
 	RuntimeBerth float64 `json:"runtime_for_berth"`
@@ -107,7 +118,7 @@ const (
 // profiles are asked for.
 const startupProfile = 10 * time.Second
 
-func runStartup(ctx context.Context, n *node, pods int, hostNetwork bool, profileDir string) (StartupResult, error) {
+func runStartup(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool, profileDir string) (StartupResult, error) {
 	res := StartupResult{Network: networkName(hostNetwork), Pods: pods}
 	port := func(i int) int {
 		if hostNetwork {
@@ -116,66 +127,91 @@ func runStartup(ctx context.Context, n *node, pods int, hostNetwork bool, profil
 		return 8080
 	}
 
-	// The floor first: the same image, command and network, no berth.
-	if err := measureFloor(ctx, n, &res, hostNetwork, port); err != nil {
-		return res, err
-	}
-
-	before, err := n.metrics(ctx)
-	if err != nil {
-		return res, err
-	}
-	names := make([]string, pods)
-	for i := range pods {
-		names[i] = fmt.Sprintf("start-%03d", i)
-	}
-	meter, err := newNodeMeter(n)
-	if err != nil {
-		return res, err
-	}
-	profiled := n.profileInBackground(ctx, profileDir, startupProfile, fmt.Sprintf("berth-startup-%s-%d.pprof", networkName(hostNetwork), pods))
-	begin := time.Now()
-	for i, name := range names {
-		if err := n.writeManifest(name+".yaml", startupManifest(name, hostNetwork, port(i))); err != nil {
+	b, isBerth := n.(*node)
+	var before map[string]*dto.MetricFamily
+	profiled := closedDone()
+	if isBerth {
+		// The floor first: the same image, command and network, no
+		// agent. Beside berth only: the kubelet kills what it finds in
+		// its runtime that it did not make (its orphaned pods' clean-up).
+		if err := measureFloor(ctx, n, &res, hostNetwork, port); err != nil {
 			return res, err
 		}
-	}
-	ready, err := waitAllReady(ctx, n, begin, pods)
-	if err != nil {
-		return res, err
-	}
-	meter.sample()
-	res.CPU.Berth, res.CPU.RuntimeBerth = meter.cpuSeconds(0), meter.cpuSeconds(1)+meter.cpuSeconds(2)
-	starts, err := n.containerStarts(ctx, startupNamespace)
-	if err != nil {
-		return res, err
-	}
-	var running, readyTimes []time.Duration
-	for _, name := range names {
-		at, ok := starts[staticPodName(name)]
-		if !ok {
-			return res, fmt.Errorf("pod %s is Ready but the runtime runs no container of it", staticPodName(name))
+		var err error
+		if before, err = b.metrics(ctx); err != nil {
+			return res, err
 		}
-		running = append(running, at.Sub(begin))
-		readyTimes = append(readyTimes, ready[staticPodName(name)])
+		profiled = b.profileInBackground(ctx, profileDir, startupProfile, fmt.Sprintf("berth-startup-%s-%d.pprof", networkName(hostNetwork), pods))
 	}
-	res.Running, res.Ready = Summarize(running), Summarize(readyTimes)
-	res.Overhead = ratioOf(res.Running, res.Floor)
-	after, err := n.metrics(ctx)
-	if err != nil {
+	if err := dropAndTime(ctx, n, &res, hostNetwork, port); err != nil {
 		return res, err
 	}
-	res.PhasesMeanMs = phasesSince(before, after)
-	res.CRICallsPerPod = criCallsSince(before, after, pods)
-	if err := <-profiled; err != nil {
-		return res, fmt.Errorf("profile berth: %w", err)
+	if isBerth {
+		after, err := b.metrics(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.StartupBerth = &StartupBerth{PhasesMeanMs: phasesSince(before, after), CRICallsPerPod: criCallsSince(before, after, pods)}
+		if err := <-profiled; err != nil {
+			return res, fmt.Errorf("profile berth: %w", err)
+		}
 	}
 	return res, n.clearManifests(ctx, 5*time.Minute)
 }
 
+// closedDone is a done channel for a profile that was not asked for.
+func closedDone() <-chan error {
+	done := make(chan error, 1)
+	done <- nil
+	return done
+}
+
+// dropAndTime drops the round's manifests into the agent's dir at once
+// and records, per pod, when the runtime started it and when the agent
+// reported it Ready, and what the round cost the agent and the runtime.
+func dropAndTime(ctx context.Context, n nodeUnderTest, res *StartupResult, hostNetwork bool, port func(int) int) error {
+	names := make([]string, res.Pods)
+	for i := range names {
+		names[i] = fmt.Sprintf("start-%03d", i)
+	}
+	meter, err := newNodeMeter(n)
+	if err != nil {
+		return err
+	}
+	begin := time.Now()
+	for i, name := range names {
+		if err := n.writeManifest(name+".yaml", startupManifest(name, hostNetwork, port(i))); err != nil {
+			return err
+		}
+	}
+	ready, err := waitAllReady(ctx, n, begin, res.Pods)
+	if err != nil {
+		return err
+	}
+	meter.sample()
+	res.CPU.Berth, res.CPU.RuntimeBerth = meter.cpuSeconds(0), meter.cpuSeconds(1)+meter.cpuSeconds(2)
+	starts, err := containerStarts(ctx, n, startupNamespace)
+	if err != nil {
+		return err
+	}
+	var running, readyTimes []time.Duration
+	for _, name := range names {
+		pod := n.podName(name)
+		at, ok := starts[pod]
+		if !ok {
+			return fmt.Errorf("pod %s is Ready but the runtime runs no container of it", pod)
+		}
+		running = append(running, at.Sub(begin))
+		readyTimes = append(readyTimes, ready[pod])
+	}
+	res.Running, res.Ready = Summarize(running), Summarize(readyTimes)
+	res.Overhead = ratioOf(res.Running, res.Floor)
+	return nil
+}
+
 // measureFloor starts the pods' floor (direct CRI calls, no berth), records
 // its times and the runtime's CPU in res, and removes its sandboxes.
-func measureFloor(ctx context.Context, n *node, res *StartupResult, hostNetwork bool, port func(int) int) error {
+func measureFloor(ctx context.Context, n nodeUnderTest, res *StartupResult, hostNetwork bool, port func(int) int) error {
 	var floor []floorPod
 	for i := range res.Pods {
 		floor = append(floor, floorPod{name: fmt.Sprintf("floor-%03d", i), hostNetwork: hostNetwork, command: webCommand(port(i))})
@@ -184,10 +220,10 @@ func measureFloor(ctx context.Context, n *node, res *StartupResult, hostNetwork 
 	if err != nil {
 		return err
 	}
-	took, sandboxes, err := n.runFloor(ctx, floor)
+	took, sandboxes, err := runFloor(ctx, n, floor)
 	floorMeter.sample()
 	res.CPU.RuntimeFloor = floorMeter.cpuSeconds(1) + floorMeter.cpuSeconds(2)
-	if rmErr := n.removeSandboxes(ctx, sandboxes); err == nil {
+	if rmErr := removeSandboxes(ctx, n.criService(), sandboxes); err == nil {
 		err = rmErr
 	}
 	if err != nil {
@@ -197,14 +233,14 @@ func measureFloor(ctx context.Context, n *node, res *StartupResult, hostNetwork 
 	return nil
 }
 
-// waitAllReady reads berth's /pods until every start-up pod is Ready and
-// returns when each was first seen so, from begin.
-func waitAllReady(ctx context.Context, n *node, begin time.Time, pods int) (map[string]time.Duration, error) {
+// waitAllReady reads the agent's /pods until every start-up pod is Ready
+// and returns when each was first seen so, from begin.
+func waitAllReady(ctx context.Context, n nodeUnderTest, begin time.Time, pods int) (map[string]time.Duration, error) {
 	ready := map[string]time.Duration{}
 	err := poll(ctx, 5*time.Minute, readyPoll, func() (bool, error) {
 		list, err := n.pods(ctx)
 		if err != nil {
-			return false, nil // berth is busy; ask again
+			return false, nil // the agent is busy; ask again
 		}
 		at := time.Since(begin)
 		for i := range list {

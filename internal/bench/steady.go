@@ -4,29 +4,39 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // SteadyResult is what a node of probed pods costs when nothing changes.
 type SteadyResult struct {
-	Pods            int     `json:"pods"`
-	WindowSeconds   float64 `json:"window_seconds"`
-	ProbesPerSecond float64 `json:"probes_per_second"` // as berth counted them: prober_probe_total
-	// FailedProbesPerSecond are probes that failed (result "failed"): on a
-	// runtime that cannot keep up with the exec probes, liveness times out.
-	FailedProbesPerSecond float64 `json:"failed_probes_per_second"`
+	Pods          int     `json:"pods"`
+	WindowSeconds float64 `json:"window_seconds"`
 	// Restarts are the containers restarted in the window (liveness).
 	Restarts int `json:"restarts"`
 	// RunningAtStart is how many pods were Running when the window opened:
 	// all of them, unless the runtime could not start them all within
 	// steadyStartLimit (it runs the exec probes of those it did start).
 	RunningAtStart int `json:"running_at_start"`
-	// ReadyAtEnd is how many pods berth reported Ready at the window's end.
+	// ReadyAtEnd is how many pods the agent reported Ready at the
+	// window's end.
 	ReadyAtEnd int   `json:"ready_at_end"`
-	Berth      Usage `json:"berth"`
+	Berth      Usage `json:"berth"` // the agent's
 	Containerd Usage `json:"containerd"`
 	// Shims are the runtime's per-pod shims with their runc children (the
 	// exec probes run there); their peak is the sum of each one's peak.
 	Shims Usage `json:"shims"`
+	// *SteadyBerth are the figures from berth's own metrics; nil, so
+	// absent from the JSON, for another agent.
+	*SteadyBerth
+}
+
+// SteadyBerth are the probes berth counted in the window.
+type SteadyBerth struct {
+	ProbesPerSecond float64 `json:"probes_per_second"` // prober_probe_total
+	// FailedProbesPerSecond are probes that failed (result "failed"): on a
+	// runtime that cannot keep up with the exec probes, liveness times out.
+	FailedProbesPerSecond float64 `json:"failed_probes_per_second"`
 }
 
 const (
@@ -38,31 +48,20 @@ const (
 	sampleEvery      = time.Second
 )
 
-func runSteady(ctx context.Context, n *node, pods int, window time.Duration, profileDir string) (SteadyResult, error) {
+func runSteady(ctx context.Context, n nodeUnderTest, pods int, window time.Duration, profileDir string) (SteadyResult, error) {
 	res := SteadyResult{Pods: pods}
-	for i := range pods {
-		name := fmt.Sprintf("steady-%03d", i)
-		if err := n.writeManifest(name+".yaml", steadyManifest(name)); err != nil {
+	if err := startSteadyPods(ctx, n, &res); err != nil {
+		return res, err
+	}
+	b, isBerth := n.(*node)
+	var before map[string]*dto.MetricFamily
+	profiled := closedDone()
+	if isBerth {
+		var err error
+		if before, err = b.metrics(ctx); err != nil {
 			return res, err
 		}
-	}
-	// Every pod Running, not Ready: where the runtime cannot keep up with
-	// the exec probes, some never stay Ready, and that is a finding. Nor
-	// may the runtime manage to start them all while it runs the probes of
-	// those it did: then the window opens with those, and says so.
-	running, err := waitRunning(ctx, n, pods, steadyStartLimit)
-	if err != nil && running == 0 {
-		return res, err
-	}
-	res.RunningAtStart = running
-	select {
-	case <-ctx.Done():
-		return res, ctx.Err()
-	case <-time.After(steadyWarmup):
-	}
-	before, err := n.metrics(ctx)
-	if err != nil {
-		return res, err
+		profiled = b.profileInBackground(ctx, profileDir, window, fmt.Sprintf("berth-steady-%d.pprof", pods))
 	}
 	restartsBefore, _, err := restartsAndReady(ctx, n)
 	if err != nil {
@@ -72,49 +71,86 @@ func runSteady(ctx context.Context, n *node, pods int, window time.Duration, pro
 	if err != nil {
 		return res, err
 	}
-	profiled := n.profileInBackground(ctx, profileDir, window, fmt.Sprintf("berth-steady-%d.pprof", pods))
 	meter.sampleEvery(ctx, sampleEvery, window)
-	after, err := n.metrics(ctx)
-	if err != nil {
-		return res, err
-	}
 	res.WindowSeconds = round3(time.Since(meter.start).Seconds())
 	res.Berth, res.Containerd, res.Shims = meter.usage(0), meter.usage(1), meter.usage(2)
-	res.ProbesPerSecond = round3((counterSum(after, "prober_probe_total", nil) - counterSum(before, "prober_probe_total", nil)) / res.WindowSeconds)
-	failed := map[string]string{"result": "failed"}
-	res.FailedProbesPerSecond = round3((counterSum(after, "prober_probe_total", failed) - counterSum(before, "prober_probe_total", failed)) / res.WindowSeconds)
 	restartsAfter, ready, err := restartsAndReady(ctx, n)
 	if err != nil {
 		return res, err
 	}
 	res.Restarts, res.ReadyAtEnd = restartsAfter-restartsBefore, ready
-	if err := <-profiled; err != nil {
-		return res, fmt.Errorf("profile berth: %w", err)
-	}
-	if err := n.heapProfile(ctx, profileDir, fmt.Sprintf("berth-steady-%d.heap", pods)); err != nil {
-		return res, fmt.Errorf("heap profile of berth: %w", err)
+	if isBerth {
+		if res.SteadyBerth, err = steadyBerthSince(ctx, b, before, res.WindowSeconds); err != nil {
+			return res, err
+		}
+		if err := <-profiled; err != nil {
+			return res, fmt.Errorf("profile berth: %w", err)
+		}
+		if err := b.heapProfile(ctx, profileDir, fmt.Sprintf("berth-steady-%d.heap", pods)); err != nil {
+			return res, fmt.Errorf("heap profile of berth: %w", err)
+		}
 	}
 	return res, n.clearManifests(ctx, 10*time.Minute)
 }
 
-// newNodeMeter follows berth, its containerd and the shims, in that order;
-// the runtime's processes with their reaped children (the shims' runc, and
-// containerd's CNI plugins and shim launches).
-func newNodeMeter(n *node) (*usageMeter, error) {
+// startSteadyPods drops the round's manifests and waits for the pods to
+// run and the probes to settle.
+func startSteadyPods(ctx context.Context, n nodeUnderTest, res *SteadyResult) error {
+	for i := range res.Pods {
+		name := fmt.Sprintf("steady-%03d", i)
+		if err := n.writeManifest(name+".yaml", steadyManifest(name)); err != nil {
+			return err
+		}
+	}
+	// Every pod Running, not Ready: where the runtime cannot keep up with
+	// the exec probes, some never stay Ready, and that is a finding. Nor
+	// may the runtime manage to start them all while it runs the probes of
+	// those it did: then the window opens with those, and says so.
+	running, err := waitRunning(ctx, n, res.Pods, steadyStartLimit)
+	if err != nil && running == 0 {
+		return err
+	}
+	res.RunningAtStart = running
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(steadyWarmup):
+		return nil
+	}
+}
+
+// steadyBerthSince is berth's probe rate since the scrape before, over a
+// window of the given seconds.
+func steadyBerthSince(ctx context.Context, b *node, before map[string]*dto.MetricFamily, seconds float64) (*SteadyBerth, error) {
+	after, err := b.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	failed := map[string]string{"result": "failed"}
+	return &SteadyBerth{
+		ProbesPerSecond:       round3((counterSum(after, "prober_probe_total", nil) - counterSum(before, "prober_probe_total", nil)) / seconds),
+		FailedProbesPerSecond: round3((counterSum(after, "prober_probe_total", failed) - counterSum(before, "prober_probe_total", failed)) / seconds),
+	}, nil
+}
+
+// newNodeMeter follows the agent, its containerd and the shims, in that
+// order; the runtime's processes with their reaped children (the shims'
+// runc, and containerd's CNI plugins and shim launches).
+func newNodeMeter(n nodeUnderTest) (*usageMeter, error) {
 	cpid, err := n.containerdPid()
 	if err != nil {
 		return nil, err
 	}
 	return newUsageMeter(
-		group{pids: func() []int { return []int{n.berthPid()} }},
+		group{pids: func() []int { return []int{n.agentPid()} }},
 		group{pids: func() []int { return []int{cpid} }, withChildren: true},
 		group{pids: n.shimPids, withChildren: true},
 	), nil
 }
 
-// waitRunning waits until berth reports want pods of the bench namespace
+// waitRunning waits until the agent reports want pods of the bench namespace
 // Running, and returns how many are.
-func waitRunning(ctx context.Context, n *node, want int, timeout time.Duration) (running int, err error) {
+func waitRunning(ctx context.Context, n nodeUnderTest, want int, timeout time.Duration) (running int, err error) {
 	err = poll(ctx, timeout, 500*time.Millisecond, func() (bool, error) {
 		list, err := n.pods(ctx)
 		if err != nil {
@@ -130,8 +166,8 @@ func waitRunning(ctx context.Context, n *node, want int, timeout time.Duration) 
 }
 
 // restartsAndReady counts the bench pods' container restarts and Ready
-// pods, as berth reports them.
-func restartsAndReady(ctx context.Context, n *node) (restarts, ready int, err error) {
+// pods, as the agent reports them.
+func restartsAndReady(ctx context.Context, n nodeUnderTest) (restarts, ready int, err error) {
 	list, err := n.pods(ctx)
 	if err != nil {
 		return 0, 0, err

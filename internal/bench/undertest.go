@@ -31,6 +31,9 @@ type nodeUnderTest interface {
 	shimPids() []int
 	// criService is the harness's own connection to the node's runtime.
 	criService() *runtime.Service
+	// dir is the node's own dir, removed with it: the harness's floor
+	// pods keep their logs there.
+	dir() string
 	// close removes everything the node made on the host.
 	close() error
 }

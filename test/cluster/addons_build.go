@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,11 +103,8 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 	if err != nil {
 		return Addons{}, err
 	}
-	root := os.Getenv("BERTH_ADDONS_BIN")
-	if root == "" {
-		root = filepath.Join(tools, "..", "..", "..", "bin", "cluster")
-	}
-	if root, err = filepath.Abs(root); err != nil {
+	root, err := addonsRoot(tools)
+	if err != nil {
 		return Addons{}, err
 	}
 	paths := map[string]string{}
@@ -127,6 +125,38 @@ func BuildAddons(ctx context.Context, log io.Writer) (Addons, error) {
 		CSIHostPathDriver: paths["csi-hostpath-driver"],
 		Kubelet:           paths["kubelet"],
 	}, nil
+}
+
+// BuildAddon returns the cached binary of the one addon named name (as
+// BuildAddons lays them out), building it first unless it is cached: for a
+// program that needs one, such as `make bench BENCH_COMPARE=kubelet`.
+func BuildAddon(ctx context.Context, name string, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	i := slices.IndexFunc(addonList(), func(ad addon) bool { return ad.name == name })
+	if i < 0 {
+		return "", fmt.Errorf("no addon named %q", name)
+	}
+	tools, err := toolsDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	root, err := addonsRoot(tools)
+	if err != nil {
+		return "", err
+	}
+	return buildAddon(ctx, tools, root, addonList()[i], log)
+}
+
+// addonsRoot is the addons' cache: $BERTH_ADDONS_BIN if set, else
+// <repo>/bin/cluster.
+func addonsRoot(tools string) (string, error) {
+	root := os.Getenv("BERTH_ADDONS_BIN")
+	if root == "" {
+		root = filepath.Join(tools, "..", "..", "..", "bin", "cluster")
+	}
+	return filepath.Abs(root)
 }
 
 // buildAddon returns the cached binary of ad, building it under the cache

@@ -156,3 +156,12 @@ func TestCSIHostPathDriverOptions(t *testing.T) {
 		}
 	}
 }
+
+// BuildAddon builds only an addon it knows; an unknown name fails before
+// any build, naming what was asked for.
+func TestBuildAddonUnknown(t *testing.T) {
+	_, err := BuildAddon(t.Context(), "kubelett", nil)
+	if err == nil || !strings.Contains(err.Error(), `"kubelett"`) {
+		t.Errorf("BuildAddon(kubelett) = %v, want an error naming it", err)
+	}
+}

@@ -61,18 +61,18 @@ func TestBenchHarness(t *testing.T) {
 	}
 	for _, s := range r.Startup {
 		if s.Pods != 2 || s.Running.N != 2 || s.Ready.N != 2 || s.Floor.N != 2 || s.Running.P50 <= 0 || s.Floor.P50 <= 0 ||
-			s.Ready.P50 < s.Running.P50 || s.Overhead.P50 <= 0 || s.PhasesMeanMs.Sandbox <= 0 {
+			s.Ready.P50 < s.Running.P50 || s.Overhead.P50 <= 0 || s.StartupBerth == nil || s.PhasesMeanMs.Sandbox <= 0 {
 			t.Errorf("start-up, %s: %+v", s.Network, s)
 		}
 	}
 	if len(r.Reaction) != 1 || r.Reaction[0].Restart.N != 2 || r.Reaction[0].Restart.P50 <= 0 {
 		t.Errorf("reaction: %+v", r.Reaction)
 	}
-	if len(r.Steady) != 1 || r.Steady[0].ProbesPerSecond <= 0 || r.Steady[0].Berth.PeakRSS <= 0 ||
+	if len(r.Steady) != 1 || r.Steady[0].SteadyBerth == nil || r.Steady[0].ProbesPerSecond <= 0 || r.Steady[0].Berth.PeakRSS <= 0 ||
 		r.Steady[0].Containerd.Processes != 1 || r.Steady[0].Shims.Processes != 2 {
 		t.Errorf("steady state: %+v", r.Steady)
 	}
-	if len(r.Density) != 1 || r.Density[0].Running != 3 || r.Density[0].StatusFreshness.N != 3 || r.Density[0].RelistMeanMs <= 0 {
+	if len(r.Density) != 1 || r.Density[0].Running != 3 || r.Density[0].StatusFreshness.N != 3 || r.Density[0].DensityBerth == nil || r.Density[0].RelistMeanMs <= 0 {
 		t.Errorf("density: %+v", r.Density)
 	}
 	var names []string

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-dev/berth/internal/bench"
+)
+
+func TestCheckCompareRefuses(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "kubelet")
+	if err := os.WriteFile(notExec, []byte("not a program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(dir, "fake-kubelet")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Something else 1.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, compare string
+		opts          bench.CompareOptions
+		want          []string
+	}{
+		{"unknown agent", "docker", bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--compare", `"docker"`, "kubelet"}},
+		{"no binary", "kubelet", bench.CompareOptions{Runs: 2}, []string{"--kubelet-bin"}},
+		{"no runs", "kubelet", bench.CompareOptions{Kubelet: fake, Runs: 0}, []string{"--compare-runs", "at least 1"}},
+		{"missing binary", "kubelet", bench.CompareOptions{Kubelet: filepath.Join(dir, "nope"), Runs: 1}, []string{"--kubelet-bin", "nope", "not a usable kubelet"}},
+		{"not executable", "kubelet", bench.CompareOptions{Kubelet: notExec, Runs: 1}, []string{"--kubelet-bin", notExec, "not a usable kubelet"}},
+		{"not a kubelet", "kubelet", bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--kubelet-bin", fake, "not a kubelet", "Something else"}},
+	} {
+		opts := tc.opts
+		err := checkCompare(context.Background(), tc.compare, &opts)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, w)
+			}
+		}
+	}
+}
+
+func TestCheckCompareAccepts(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "kubelet")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 'Kubernetes v1.36.3'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Relative, as a user may give it: made absolute, for the node's
+	// process runs elsewhere.
+	t.Chdir(dir)
+	opts := bench.CompareOptions{Kubelet: "kubelet", Runs: 2}
+	if err := checkCompare(context.Background(), "kubelet", &opts); err != nil {
+		t.Fatal(err)
+	}
+	if opts.Kubelet != fake {
+		t.Errorf("kubelet %q, want %q", opts.Kubelet, fake)
+	}
+	// Without --compare a kubelet binary is not used, so not checked.
+	opts = bench.CompareOptions{Kubelet: filepath.Join(dir, "nope"), Runs: 0}
+	if err := checkCompare(context.Background(), "", &opts); err != nil || opts.Kubelet != "" {
+		t.Errorf("without --compare: %v, kubelet %q; want no error and no kubelet", err, opts.Kubelet)
+	}
+}
