@@ -55,12 +55,19 @@ type plugin struct {
 
 // Plugins holds the registered DRA drivers by name. It is the Handler the
 // plugin manager calls for plugins of type DRAPlugin.
+//
+// A driver may have several instances registered at once, each at its own
+// endpoint: during a rolling update the new instance registers before the
+// old one goes. As in the kubelet (DRAPluginManager), calls go to the
+// instance registered last, and when an instance goes the one before it
+// serves again (a new instance that fails leaves the old one in charge).
 type Plugins struct {
 	log         *slog.Logger
 	dialTimeout time.Duration
 
-	mu      sync.Mutex
-	drivers map[string]*plugin
+	mu sync.Mutex
+	// drivers holds each driver's instances, the last registered last.
+	drivers map[string][]*plugin
 }
 
 var _ pluginmanager.Handler = (*Plugins)(nil)
@@ -74,7 +81,7 @@ func NewPlugins(log *slog.Logger, dialTimeout time.Duration) *Plugins {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Plugins{log: log, dialTimeout: dialTimeout, drivers: map[string]*plugin{}}
+	return &Plugins{log: log, dialTimeout: dialTimeout, drivers: map[string][]*plugin{}}
 }
 
 // ValidatePlugin refuses a driver none of whose services berth speaks.
@@ -88,8 +95,10 @@ func (p *Plugins) ValidatePlugin(name, endpoint string, versions []string) error
 	return nil
 }
 
-// RegisterPlugin connects to the driver's endpoint and records it under
-// its name, replacing (and closing) a connection the driver had before.
+// RegisterPlugin connects to the driver's endpoint and records it as the
+// driver's newest instance, replacing (and closing) a connection to the same
+// endpoint (the kubelet refuses that; a driver that restarted in place is
+// taken back instead).
 func (p *Plugins) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
 	service, err := chooseService(versions)
 	if err != nil {
@@ -106,8 +115,13 @@ func (p *Plugins) RegisterPlugin(ctx context.Context, name, endpoint string, ver
 		np.client = drapb.NewDRAPluginClient(conn)
 	}
 	p.mu.Lock()
-	old := p.drivers[name]
-	p.drivers[name] = np
+	var old *plugin
+	instances := p.drivers[name]
+	if i := slices.IndexFunc(instances, func(pl *plugin) bool { return pl.endpoint == endpoint }); i >= 0 {
+		old = instances[i]
+		instances = slices.Delete(slices.Clone(instances), i, i+1)
+	}
+	p.drivers[name] = append(instances, np)
 	p.mu.Unlock()
 	if old != nil {
 		p.closeConn(name, old)
@@ -116,19 +130,26 @@ func (p *Plugins) RegisterPlugin(ctx context.Context, name, endpoint string, ver
 	return nil
 }
 
-// DeRegisterPlugin forgets the driver if endpoint is still its endpoint: a
-// driver that registered again elsewhere keeps its new connection.
+// DeRegisterPlugin forgets the driver's instance at endpoint; the driver
+// stays registered while another instance is.
 func (p *Plugins) DeRegisterPlugin(_ context.Context, name, endpoint string) {
 	p.mu.Lock()
-	old := p.drivers[name]
-	if old == nil || old.endpoint != endpoint {
+	instances := p.drivers[name]
+	i := slices.IndexFunc(instances, func(pl *plugin) bool { return pl.endpoint == endpoint })
+	if i < 0 {
 		p.mu.Unlock()
 		return
 	}
-	delete(p.drivers, name)
+	old := instances[i]
+	if len(instances) == 1 {
+		delete(p.drivers, name)
+	} else {
+		p.drivers[name] = slices.Delete(slices.Clone(instances), i, i+1)
+	}
+	left := len(instances) - 1
 	p.mu.Unlock()
 	p.closeConn(name, old)
-	p.log.Info("deregistered DRA driver", "driver", name, "endpoint", endpoint)
+	p.log.Info("deregistered DRA driver", "driver", name, "endpoint", endpoint, "instancesLeft", left)
 }
 
 func (p *Plugins) closeConn(name string, pl *plugin) {
@@ -144,11 +165,11 @@ func (p *Plugins) driver(name string) (driverClient, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pl := p.drivers[name]
-	if pl == nil {
+	instances := p.drivers[name]
+	if len(instances) == 0 {
 		return nil, fmt.Errorf("DRA driver %s is not registered", name)
 	}
-	return pl.client, nil
+	return instances[len(instances)-1].client, nil
 }
 
 // Registered returns the names of the registered drivers, sorted.
@@ -167,10 +188,12 @@ func (p *Plugins) Registered() []string {
 func (p *Plugins) Close() {
 	p.mu.Lock()
 	drivers := p.drivers
-	p.drivers = map[string]*plugin{}
+	p.drivers = map[string][]*plugin{}
 	p.mu.Unlock()
-	for name, pl := range drivers {
-		p.closeConn(name, pl)
+	for name, instances := range drivers {
+		for _, pl := range instances {
+			p.closeConn(name, pl)
+		}
 	}
 }
 

@@ -60,46 +60,73 @@ func TestV1beta1Driver(t *testing.T) {
 	wantCalls(t, d, []string{"c1"}, []string{"c1"})
 }
 
-// TestReRegistration: a driver registering again at another endpoint
-// replaces its connection (the old one closed), a late deregistration of
-// the old endpoint changes nothing, and the current one's forgets it.
+// TestReRegistration: a driver's second instance registered at another
+// endpoint (a rolling update) takes the calls while the first stays
+// connected; the new instance gone (a failed update), the old one serves
+// again; the old one gone, the new one stays; the same endpoint registered
+// again replaces its connection; the last instance gone, the driver is not
+// registered.
 func TestReRegistration(t *testing.T) {
-	pod := testPod("p1", []v1.PodResourceClaim{named("c", "c1")}, nil)
-	e := newEnv(t, newFakeClaims(testClaim("c1", "u-c1", []string{gpuDriver}, "p1")), 0)
+	p1 := testPod("p1", []v1.PodResourceClaim{named("c", "c1")}, nil)
+	p2 := testPod("p2", []v1.PodResourceClaim{named("c", "c2")}, nil)
+	e := newEnv(t, newFakeClaims(testClaim("c1", "u-c1", []string{gpuDriver}, "p1"), testClaim("c2", "u-c2", []string{gpuDriver}, "p2")), 0)
 	dir := shortTempDir(t)
 	old := startDriver(t, dir, "old.sock", gpuDriver)
 	register(t, e.plugins, old)
 	oldConn := registered(e.plugins, gpuDriver).conn
 	cur := startDriver(t, dir, "new.sock", gpuDriver)
 	register(t, e.plugins, cur)
-	if s := oldConn.GetState(); s != connectivity.Shutdown {
-		t.Errorf("replaced connection is %s, want closed", s)
+	if s := oldConn.GetState(); s == connectivity.Shutdown {
+		t.Errorf("the old instance's connection was closed when the new one registered")
 	}
-	ctx := context.Background()
-	e.plugins.DeRegisterPlugin(ctx, gpuDriver, old.sock)
-	if got := e.plugins.Registered(); !reflect.DeepEqual(got, []string{gpuDriver}) {
-		t.Fatalf("registered after stale deregistration: %q", got)
-	}
-	if err := e.prepare(pod); err != nil {
+	if err := e.prepare(p1); err != nil {
 		t.Fatal(err)
 	}
 	wantCalls(t, old, nil, nil)
 	wantCalls(t, cur, []string{"c1"}, nil)
 
+	// The new instance fails: the old one is the driver again.
+	ctx := context.Background()
 	curConn := registered(e.plugins, gpuDriver).conn
 	e.plugins.DeRegisterPlugin(ctx, gpuDriver, cur.sock)
 	if s := curConn.GetState(); s != connectivity.Shutdown {
 		t.Errorf("forgotten connection is %s, want closed", s)
 	}
-	err := e.unprepare(pod)
-	if err == nil || !strings.Contains(err.Error(), "ResourceClaims [c1]: DRA driver gpu.example.com is not registered") {
-		t.Fatalf("unprepare with the driver gone: %v", err)
+	if err := e.prepare(p2); err != nil {
+		t.Fatal(err)
 	}
+	wantCalls(t, old, []string{"c2"}, nil)
+
+	// A new instance again, then the old one goes: the new one stays.
 	register(t, e.plugins, cur)
-	if err := e.unprepare(pod); err != nil {
+	e.plugins.DeRegisterPlugin(ctx, gpuDriver, old.sock)
+	if s := oldConn.GetState(); s != connectivity.Shutdown {
+		t.Errorf("the old instance's connection is %s after it went, want closed", s)
+	}
+	if got := e.plugins.Registered(); !reflect.DeepEqual(got, []string{gpuDriver}) {
+		t.Fatalf("registered after the old instance went: %q", got)
+	}
+	if err := e.unprepare(p1); err != nil {
 		t.Fatal(err)
 	}
 	wantCalls(t, cur, []string{"c1"}, []string{"c1"})
+
+	// The same endpoint registered again: one instance, a new connection.
+	curConn = registered(e.plugins, gpuDriver).conn
+	register(t, e.plugins, cur)
+	if s := curConn.GetState(); s != connectivity.Shutdown {
+		t.Errorf("the replaced connection of the same endpoint is %s, want closed", s)
+	}
+	e.plugins.DeRegisterPlugin(ctx, gpuDriver, cur.sock)
+	err := e.unprepare(p2)
+	if err == nil || !strings.Contains(err.Error(), "ResourceClaims [c2]: DRA driver gpu.example.com is not registered") {
+		t.Fatalf("unprepare with every instance gone: %v", err)
+	}
+	register(t, e.plugins, cur)
+	if err := e.unprepare(p2); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, cur, []string{"c1"}, []string{"c1", "c2"})
 }
 
 // TestRegisterDeadEndpoint: an endpoint nobody serves is refused at
@@ -181,8 +208,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // registered is the plugin recorded for a driver.
+// registered is the driver's instance that takes its calls.
 func registered(p *Plugins, name string) plugin {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return *p.drivers[name]
+	instances := p.drivers[name]
+	return *instances[len(instances)-1]
 }
