@@ -56,7 +56,10 @@ func runHandler(ctx context.Context, rt execer, http *probe.Runner, h *v1.Lifecy
 		}
 		return nil
 	case h.Sleep != nil:
-		t := time.NewTimer(time.Duration(h.Sleep.Seconds) * time.Second)
+		// Bounded by timeout like the other handlers: a preStop sleep
+		// longer than the grace period ends with it (the kubelet stops
+		// waiting for the hook then), and is no failure.
+		t := time.NewTimer(min(time.Duration(h.Sleep.Seconds)*time.Second, timeout))
 		defer t.Stop()
 		select {
 		case <-t.C:
