@@ -38,8 +38,10 @@ func Exclusions() []Exclusion {
 }
 
 // draDevicePluginSpecs are the DRA specs that deploy upstream's
-// sample-device-plugin image, which the harness does not build.
-const draDevicePluginSpecs = `\[DRA\].* device plugin`
+// sample-device-plugin image, which the harness does not build: those
+// named after the device plugin, and the one of extended resources served
+// by it beside a ResourceClaim (test/e2e/dra/deploy_device_plugin.go).
+const draDevicePluginSpecs = `\[DRA\].* (device plugin|supports extended resources together with ResourceClaim)`
 
 // draResourceHealthSpecs are the DRA specs of device health in the pod
 // status (KEP-4680: a driver's DRAResourceHealth stream, the containers'

@@ -178,7 +178,8 @@ func TestSelection(t *testing.T) {
 		}
 	}
 	devicePlugin := "[sig-node] [DRA] [FeatureGate:DRAExtendedResource] [Beta] [Feature:DynamicResourceAllocation] process extended resources after device plugin uninstall [Serial]"
-	if len(def[6].Skip) != 1 || !regexp.MustCompile(def[6].Skip[0]).MatchString(devicePlugin) {
+	together := "[sig-node] [DRA] kubelet [Feature:DynamicResourceAllocation] on single node supports extended resources together with ResourceClaim [Serial]"
+	if len(def[6].Skip) != 1 || !regexp.MustCompile(def[6].Skip[0]).MatchString(devicePlugin) || !regexp.MustCompile(def[6].Skip[0]).MatchString(together) {
 		t.Errorf("the dra-serial pass does not skip the DRA specs of the sample device plugin: %q", def[6].Skip)
 	}
 	health := "[sig-node] [DRA] kubelet [Feature:DynamicResourceAllocation] should report device health with custom messages [KubeletMinVersion:1.36] [FeatureGate:ResourceHealthStatusMessage] [Beta]"
