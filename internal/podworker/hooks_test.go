@@ -24,7 +24,9 @@ func TestSleepHookBoundedByTimeout(t *testing.T) {
 	} {
 		h := &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: tc.seconds}}
 		done := make(chan error, 1)
-		go func() { done <- runHandler(context.Background(), nil, nil, h, &v1.Pod{}, &v1.Container{}, "id", "", tc.timeout) }()
+		go func() {
+			done <- runHandler(context.Background(), nil, nil, h, &v1.Pod{}, &v1.Container{}, "id", "", tc.timeout)
+		}()
 		select {
 		case err := <-done:
 			if err != nil {
