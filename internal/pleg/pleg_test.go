@@ -248,3 +248,77 @@ func TestTriggersWithinTheGapFold(t *testing.T) {
 		t.Errorf("%d trigger still pending after the folded relist", n)
 	}
 }
+
+func TestNextEventGap(t *testing.T) {
+	for _, tc := range []struct {
+		gap    time.Duration
+		waited bool
+		want   time.Duration
+	}{
+		{eventRelistGap, false, eventRelistGap},
+		{eventRelistGap, true, 2 * eventRelistGap},
+		{4 * eventRelistGap, true, 8 * eventRelistGap},
+		{8 * eventRelistGap, true, maxEventRelistGap},
+		{maxEventRelistGap, true, maxEventRelistGap},
+		// A quiet spell ends the burst, however wide the gap had grown.
+		{maxEventRelistGap, false, eventRelistGap},
+	} {
+		if got := nextEventGap(tc.gap, tc.waited); got != tc.want {
+			t.Errorf("nextEventGap(%v, %v) = %v, want %v", tc.gap, tc.waited, got, tc.want)
+		}
+	}
+}
+
+// Events that keep coming within the gap widen it: the second trigger of a
+// burst waits twice as long as the first did.
+func TestBurstWidensTheGap(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)}}
+	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	events := make(chan Event, 10)
+	done := make(chan struct{})
+	go func() { p.Run(ctx, events); close(done) }()
+	defer func() { cancel(); <-done }()
+	calls := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.calls
+	}
+	waitFor := func(relists, waiters int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for calls() != relists || clk.Waiters() != waiters {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d relists and %d timers, want %d and %d", calls(), clk.Waiters(), relists, waiters)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(1, 1) // the first relist; the ticker
+	p.Trigger()
+	waitFor(2, 2) // at once; the ticker and the follow-up
+	p.Trigger()
+	waitFor(2, 3) // within the gap: waits eventRelistGap
+	clk.Step(eventRelistGap)
+	waitFor(3, 2) // relisted; the gap is now twice as wide
+	p.Trigger()
+	waitFor(3, 3)
+	clk.Step(eventRelistGap)
+	// The follow-up timer fired, but the trigger's wait is not over.
+	time.Sleep(20 * time.Millisecond)
+	if n := calls(); n != 3 {
+		t.Fatalf("%d relists %v into a gap of %v", n, eventRelistGap, 2*eventRelistGap)
+	}
+	clk.Step(eventRelistGap)
+	waitFor(4, 2)
+	// Two follow-ups (20 and 80 ms after), then a quiet spell as long as
+	// the widest gap: the next event relists at once.
+	clk.Step(maxEventRelistGap)
+	waitFor(5, 2)
+	clk.Step(maxEventRelistGap)
+	waitFor(6, 2)
+	clk.Step(maxEventRelistGap)
+	p.Trigger()
+	waitFor(7, 2)
+}
