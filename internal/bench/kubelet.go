@@ -297,17 +297,29 @@ func (n *kubeletNode) clearManifests(ctx context.Context, timeout time.Duration)
 	if err != nil {
 		return fmt.Errorf("the kubelet's pods and ready sandboxes: %w", err)
 	}
-	sbs, err := n.cri.ListPodSandboxes(ctx, nil)
-	if err != nil {
-		return err
-	}
-	for _, sb := range sbs {
-		// NotFound: the kubelet's GC got there first.
-		if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil && status.Code(err) != codes.NotFound {
-			return fmt.Errorf("remove the stopped sandbox %s: %w", sb.Id, err)
+	// The kubelet may be removing the same pods' containers meanwhile
+	// (containerd: "container is already in removing state"), so a
+	// removal that fails is tried again until none is left; the last
+	// failure is the error if the deadline passes.
+	var lastErr error
+	err = poll(ctx, max(time.Until(deadline), 10*time.Second), 200*time.Millisecond, func() (bool, error) {
+		sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+		if err != nil {
+			lastErr = err
+			return false, nil
 		}
+		for _, sb := range sbs {
+			// NotFound: the kubelet's GC got there first.
+			if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil && status.Code(err) != codes.NotFound {
+				lastErr = fmt.Errorf("remove the stopped sandbox %s: %w", sb.Id, err)
+			}
+		}
+		return len(sbs) == 0, nil
+	})
+	if err != nil && lastErr != nil {
+		return fmt.Errorf("%w: %w", err, lastErr)
 	}
-	return waitNoSandboxes(ctx, n.cri, max(time.Until(deadline), 10*time.Second))
+	return err
 }
 
 func (n *kubeletNode) logTail() string {
