@@ -224,7 +224,7 @@ func (w *worker) terminationMessageFile(pod *v1.Pod, c *v1.Container, restartCou
 // removeOldInstances removes exited instances of a container beyond the
 // newest one, which stays for `logs --previous` and lastState (the
 // kubelet's container GC keeps the same one per container).
-func (w *worker) removeOldInstances(ctx context.Context, st *container.PodStatus, name string, log *slog.Logger) {
+func (w *worker) removeOldInstances(ctx context.Context, st *container.PodStatus, name string, log *slog.Logger) (removed []string) {
 	kept := false
 	for _, cs := range st.FindContainers(name) {
 		if cs.State != container.StateExited {
@@ -236,8 +236,11 @@ func (w *worker) removeOldInstances(ctx context.Context, st *container.PodStatus
 		}
 		if err := w.ws.deps.Runtime.RemoveContainer(ctx, cs.ID); err != nil {
 			log.Warn("removing old container failed", "container", name, "id", cs.ID, "err", err)
+			continue
 		}
+		removed = append(removed, cs.ID)
 	}
+	return removed
 }
 
 // ephemeralTarget is the ID of the running container whose process

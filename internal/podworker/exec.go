@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
+	"github.com/berth-dev/berth/internal/runtime"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -36,13 +38,24 @@ type execution struct {
 	// touched is set once a step did I/O (anything but building the
 	// sandbox's config and waiting out back-offs).
 	touched bool
+	// What the steps changed, for observe: the containers made or stopped
+	// and those removed; readAll when a step changed more than that (it
+	// stopped the pod), which only a read of the whole pod shows.
+	changed []madeOrStopped
+	removed []string
+	readAll bool
 	// imagePulls are the image volumes pulled in this sync, by name.
 	imagePulls map[string]imageVolumePull
 }
 
+// madeOrStopped is a container a step created or stopped, with its
+// sandbox's ID (the CRI's container status lacks it).
+type madeOrStopped struct{ id, sandboxID string }
+
 // apply carries out plan's steps in order. It returns how soon to sync
-// again, 0 for "no hurry", and whether a step did any I/O.
-func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (time.Duration, bool) {
+// again, 0 for "no hurry", and the execution, which says whether a step
+// did any I/O and what the steps changed.
+func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (time.Duration, *execution) {
 	defer w.releaseStartSlot()
 	ex := &execution{w: w, pod: pod, plan: plan, log: log, st: st, sandboxID: plan.SandboxID}
 	for _, s := range plan.Steps(pod) {
@@ -50,10 +63,37 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 			ex.touched = true
 		}
 		if after, stop := ex.run(ctx, s); stop {
-			return after, ex.touched
+			return after, ex
 		}
 	}
-	return ex.next, ex.touched
+	return ex.next, ex
+}
+
+// observe is the pod's runtime status after the steps: the sync's
+// snapshot with the containers they made or stopped read back one by one
+// (the sandbox a step made is in it already), or the whole pod read again
+// when a step stopped it. One read of the whole pod per sync, not two:
+// starting 50 pods at once read each pod's sandboxes and containers about
+// four times, listing them each time.
+func (ex *execution) observe(ctx context.Context) (*container.PodStatus, error) {
+	rt := ex.w.ws.deps.Runtime
+	if ex.readAll {
+		return rt.PodStatus(ctx, ex.pod.UID)
+	}
+	gone := slices.Clone(ex.removed)
+	var read []container.ContainerStatus
+	for _, c := range ex.changed {
+		cs, err := rt.ReadContainerStatus(ctx, c.id, c.sandboxID)
+		if runtime.IsNotFound(err) {
+			gone = append(gone, c.id)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		read = append(read, cs)
+	}
+	return withContainers(ex.st, read, gone), nil
 }
 
 // run carries out one step. stop ends the sync's steps, with after as when
@@ -62,6 +102,7 @@ func (ex *execution) run(ctx context.Context, s Step) (after time.Duration, stop
 	w := ex.w
 	switch s.Kind {
 	case StepKillPod:
+		ex.readAll = true
 		if err := w.stopPod(ctx, ex.pod, ex.st, nil, ex.log); err != nil {
 			ex.log.Warn("stopping pod failed", "err", err)
 			return retryAfterError, true
@@ -107,9 +148,20 @@ func (ex *execution) killContainer(ctx context.Context, k Kill) {
 	if k.GracePeriod != nil {
 		grace = *k.GracePeriod
 	}
+	ex.changed = append(ex.changed, madeOrStopped{id: k.ID, sandboxID: sandboxOf(ex.st, k.ID)})
 	if err := ex.w.stopContainer(ctx, ex.pod, k.ID, k.Name, grace, ex.log); err != nil {
 		ex.log.Warn("stopping container failed", "container", k.Name, "err", err)
 	}
+}
+
+// sandboxOf is the sandbox of the container with id in st, "" if st lacks it.
+func sandboxOf(st *container.PodStatus, id string) string {
+	for _, c := range st.Containers {
+		if c.ID == id {
+			return c.SandboxID
+		}
+	}
+	return ""
 }
 
 // startStep starts one container unless the pod is being killed, and
@@ -185,6 +237,9 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 	log.Info("creating sandbox", "attempt", ex.plan.SandboxAttempt)
 	began := d.Clock.Now()
 	id, err := d.Runtime.RunPodSandbox(ctx, ex.sbCfg)
+	// Folded in below once read; until then only a read of the whole pod
+	// shows it.
+	ex.readAll = err == nil
 	if err != nil {
 		w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: fmt.Sprintf("create pod sandbox: %v", err)}
 		w.event(pod, v1.EventTypeWarning, reasonSandboxFailed, "Failed to create pod sandbox: "+err.Error())
@@ -198,7 +253,7 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 		log.Warn("reading the new sandbox's status from the runtime failed", "err", err)
 		return retryAfterError, false
 	}
-	ex.sandboxID, ex.st = id, withSandbox(ex.st, sb)
+	ex.sandboxID, ex.st, ex.readAll = id, withSandbox(ex.st, sb), false
 	w.startup.add(phaseSandbox, d.Clock.Since(began))
 	return 0, true
 }
@@ -297,6 +352,7 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 		log.Warn("creating container failed", "container", c.Name, "err", err)
 		return retryAfterError
 	}
+	ex.changed = append(ex.changed, madeOrStopped{id: id, sandboxID: ex.sandboxID})
 	w.event(pod, v1.EventTypeNormal, "Created", "Created container "+c.Name)
 	starting := d.Clock.Now()
 	w.startup.add(phaseContainerCreate, starting.Sub(creating))
@@ -309,7 +365,7 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 	delete(w.waiting, c.Name)
 	w.event(pod, v1.EventTypeNormal, "Started", "Started container "+c.Name)
 	log.Info("started container", "container", c.Name, "id", id, "restartCount", restartCount)
-	w.removeOldInstances(ctx, ex.st, c.Name, log)
+	ex.removed = append(ex.removed, w.removeOldInstances(ctx, ex.st, c.Name, log)...)
 	if !ex.postStart(ctx, c, id, opts) {
 		return 0
 	}

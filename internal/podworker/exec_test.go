@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"log/slog"
 	"slices"
 	"strings"
@@ -157,19 +158,22 @@ func checkCalls(t *testing.T, what string, got, want []string) {
 }
 
 // A first sync creates the sandbox, pulls, creates and starts the
-// container, reads the pod once before and once after, and publishes it
-// running.
+// container, reads the pod once, before, then the new sandbox and the new
+// container alone, and publishes it running.
 func TestExecuteStartsPod(t *testing.T) {
 	e := newExecEnv(t, execPod("app"))
 	if next := e.sync(); next != time.Minute {
 		t.Errorf("next sync in %v, want the resync period", next)
 	}
 	checkCalls(t, "calls", mutations(e.rt), []string{"RunPodSandbox u1", "PullImage busybox", "CreateContainer app", "StartContainer"})
-	if n := len(e.rt.CallsOf("PodStatus")); n != 2 {
-		t.Errorf("%d reads of the pod's status, want 2 (before and after the steps)", n)
+	if n := len(e.rt.CallsOf("PodStatus")); n != 1 {
+		t.Errorf("%d reads of the pod's status, want 1 (before the steps)", n)
 	}
 	if n := len(e.rt.CallsOf("SandboxStatus")); n != 1 {
 		t.Errorf("%d reads of the new sandbox, want 1", n)
+	}
+	if n := len(e.rt.CallsOf("ReadContainerStatus")); n != 1 {
+		t.Errorf("%d reads of the new container, want 1", n)
 	}
 	st := e.status(t)
 	if st.Phase != v1.PodRunning || st.PodIP == "" || len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Running == nil {
@@ -368,12 +372,46 @@ func TestExecuteBackOffExpires(t *testing.T) {
 		t.Errorf("next sync in %v, want the second left", next)
 	}
 	e.clk.Step(time.Second)
+	e.rt.ClearCalls()
 	e.sync()
 	// The oldest instance goes; the newest exited one stays for lastState.
 	checkCalls(t, "calls once the back-off expired", mutations(e.rt), []string{"CreateContainer app", "StartContainer", "RemoveContainer"})
 	st := e.status(t)
 	if _, waiting := e.w.waiting["app"]; waiting || st.ContainerStatuses[0].RestartCount != 2 || st.ContainerStatuses[0].State.Running == nil {
 		t.Errorf("app %+v, want it running after 2 restarts", st.ContainerStatuses[0])
+	}
+	if last := st.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 1 {
+		t.Errorf("app's lastState %+v, want the instance before, exited 1", st.ContainerStatuses[0].LastTerminationState)
+	}
+	// The new instance is read alone: one read of the whole pod per sync.
+	checkCalls(t, "reads of the restart", e.rt.CallsOf("PodStatus", "ReadContainerStatus"), []string{"PodStatus u1", "ReadContainerStatus " + e.containerID(t, "app")})
+}
+
+// A container whose spec changed is stopped and started anew in one sync;
+// what the sync publishes is what a read of the whole pod shows, though
+// it read only the two instances it stopped and made.
+func TestExecuteReplacementObserved(t *testing.T) {
+	e := newExecEnv(t, execPod("app"))
+	e.sync()
+	old := e.containerID(t, "app")
+	pod := e.pod.DeepCopy()
+	pod.Spec.Containers[0].Image = "busybox:2"
+	e.pod = pod
+	e.rt.ClearCalls()
+	e.sync()
+	checkCalls(t, "calls", mutations(e.rt), []string{"StopContainer", "PullImage busybox:2", "CreateContainer app", "StartContainer"})
+	checkCalls(t, "reads", e.rt.CallsOf("PodStatus", "ReadContainerStatus"), []string{"PodStatus u1", "ReadContainerStatus " + old, "ReadContainerStatus " + e.containerID(t, "app")})
+	published := e.status(t)
+	fresh, err := e.rt.PodStatus(context.Background(), e.pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w.publish(e.pod, fresh, false)
+	if want := e.status(t); !apiequality.Semantic.DeepEqual(published, want) {
+		t.Errorf("published %+v\nwant as from a full read %+v", published.ContainerStatuses, want.ContainerStatuses)
+	}
+	if cs := published.ContainerStatuses[0]; cs.Image != "busybox:2" || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
+		t.Errorf("app %+v, want the new image running with the old instance as lastState", cs)
 	}
 }
 
@@ -391,15 +429,7 @@ func TestExecuteStatusReadFails(t *testing.T) {
 	}
 
 	e.rt.Heal()
-	reads := 0
-	e.rt.OnCall(func(_ context.Context, call string) error {
-		if call == "PodStatus u1" {
-			if reads++; reads == 2 {
-				return errors.New("runtime down")
-			}
-		}
-		return nil
-	})
+	e.rt.Fail("ReadContainerStatus", errors.New("runtime down"))
 	if next := e.sync(); next != retryAfterError {
 		t.Errorf("next sync in %v, want %v", next, retryAfterError)
 	}

@@ -2,13 +2,15 @@ package podworker
 
 import (
 	"slices"
+	"sort"
 
 	"github.com/berth-dev/berth/internal/container"
 )
 
 // A sync reads the pod's runtime status once, at its start, and passes that
 // snapshot down; what the sync itself changes is folded into a copy of it
-// rather than read again.
+// rather than read again: the sandbox it made, the containers it made or
+// stopped, each read alone once the steps are done (observe).
 
 // stoppedSnapshot is st after stopPod succeeded: every container it had
 // active has exited and no sandbox is ready. Exit codes are left as read:
@@ -34,5 +36,33 @@ func stoppedSnapshot(st *container.PodStatus) *container.PodStatus {
 func withSandbox(st *container.PodStatus, sb container.SandboxStatus) *container.PodStatus {
 	out := *st
 	out.Sandboxes = append([]container.SandboxStatus{sb}, st.Sandboxes...)
+	return &out
+}
+
+// withContainers is st with the containers a sync created, started or
+// stopped as it read them after its steps (read: each replaces the
+// instance of its ID, or is added when new) and without those it removed
+// or that the runtime no longer had (gone), newest first as PodStatus
+// orders them.
+func withContainers(st *container.PodStatus, read []container.ContainerStatus, gone []string) *container.PodStatus {
+	out := *st
+	out.Containers = slices.DeleteFunc(slices.Clone(st.Containers), func(c container.ContainerStatus) bool {
+		return slices.Contains(gone, c.ID)
+	})
+	var made []container.ContainerStatus
+	for _, r := range read {
+		if i := slices.IndexFunc(out.Containers, func(c container.ContainerStatus) bool { return c.ID == r.ID }); i >= 0 {
+			out.Containers[i] = r
+			continue
+		}
+		made = append(made, r)
+	}
+	// read has what the sync made in the order it made them: the last is
+	// the newest, first even where the creation times are equal.
+	slices.Reverse(made)
+	out.Containers = append(made, out.Containers...)
+	sort.SliceStable(out.Containers, func(i, j int) bool {
+		return out.Containers[i].CreatedAt.After(out.Containers[j].CreatedAt)
+	})
 	return &out
 }

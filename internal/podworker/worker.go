@@ -307,16 +307,16 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	return next
 }
 
-// applyAndObserve carries out plan's steps, then reads the pod's runtime
-// status again to publish what they did: the read is the steps' results
-// fed back. Steps that only waited out back-offs did no I/O, and the
-// sync's snapshot still stands.
+// applyAndObserve carries out plan's steps, then reads back what they
+// changed to publish it (observe): the read is the steps' results fed
+// back. Steps that only waited out back-offs did no I/O, and the sync's
+// snapshot still stands.
 func (w *worker) applyAndObserve(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (*container.PodStatus, time.Duration, error) {
-	after, touched := w.apply(ctx, pod, st, plan, log)
-	if !touched {
+	after, ex := w.apply(ctx, pod, st, plan, log)
+	if !ex.touched {
 		return st, after, nil
 	}
-	st, err := w.ws.deps.Runtime.PodStatus(ctx, pod.UID)
+	st, err := ex.observe(ctx)
 	return st, after, err
 }
 

@@ -29,6 +29,9 @@ type Runtime interface {
 	// SandboxStatus reads one sandbox: the one a sync just created, whose
 	// IP the containers need.
 	SandboxStatus(ctx context.Context, id string) (container.SandboxStatus, error)
+	// ReadContainerStatus reads one container of the sandbox sandboxID:
+	// one the sync just created, started or stopped.
+	ReadContainerStatus(ctx context.Context, id, sandboxID string) (container.ContainerStatus, error)
 	StopPodSandbox(ctx context.Context, id string) error
 	RemovePodSandbox(ctx context.Context, id string) error
 	ImageStatus(ctx context.Context, image string) (*runtimeapi.Image, error)

@@ -79,6 +79,18 @@ func (s *Service) SandboxStatus(ctx context.Context, id string) (container.Sandb
 	return sandboxStatus(st), nil
 }
 
+// ReadContainerStatus returns one container's status, with the ID of the
+// sandbox it is in (the CRI's status lacks it): what a pod worker needs of
+// the containers it just created or stopped, without reading the whole pod
+// again.
+func (s *Service) ReadContainerStatus(ctx context.Context, id, sandboxID string) (container.ContainerStatus, error) {
+	st, err := s.ContainerStatus(ctx, id)
+	if err != nil {
+		return container.ContainerStatus{}, fmt.Errorf("status of container %s: %w", id, err)
+	}
+	return containerStatus(st, sandboxID), nil
+}
+
 func sandboxStatus(st *runtimeapi.PodSandboxStatus) container.SandboxStatus {
 	out := container.SandboxStatus{
 		ID:          st.Id,

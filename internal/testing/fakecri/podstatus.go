@@ -66,6 +66,20 @@ func (r *Runtime) SandboxStatus(ctx context.Context, id string) (container.Sandb
 	return toSandboxStatus(sandboxStatusLocked(s)), nil
 }
 
+// ReadContainerStatus is runtime.Service's: one container's status.
+func (r *Runtime) ReadContainerStatus(ctx context.Context, id, sandboxID string) (container.ContainerStatus, error) {
+	if err := r.begin(ctx, "ReadContainerStatus", id); err != nil {
+		return container.ContainerStatus{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.containers[id]
+	if c == nil {
+		return container.ContainerStatus{}, NotFound("container " + id)
+	}
+	return toContainerStatus(c.st, sandboxID), nil
+}
+
 // toSandboxStatus and toContainerStatus repeat runtime's conversions
 // (podstatus.go) on purpose: internal/runtime imports internal/logs, whose
 // tests use this fake, so the fake cannot import runtime. Keep them in
