@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,9 +20,10 @@ import (
 // kubelet's limit).
 const maxRedirects = 10
 
-// newTransport returns the transport shared by all HTTP probes. Nothing is
-// kept between probes: keep-alives are off, so each probe dials its own
-// connection through d (SO_LINGER 0) and closes it when done.
+// newTransport returns the transport shared by all HTTPS probes (plain
+// HTTP goes through plainHTTP). Nothing is kept between probes:
+// keep-alives are off, so each probe dials its own connection through d
+// (SO_LINGER 0) and closes it when done.
 func newTransport(d *dialer) *http.Transport {
 	return &http.Transport{
 		DialContext: d.DialContext,
@@ -40,15 +42,24 @@ func newTransport(d *dialer) *http.Transport {
 // runHTTP sends one GET and judges the status code: 2xx succeeds, 3xx is a
 // Warning (a redirect the probe did not follow), anything else fails.
 func (r *Runner) runHTTP(ctx context.Context, a *v1.HTTPGetAction, c *v1.Container, podIP string, timeout time.Duration) (Result, string, error) {
+	// The timeout bounds everything (dial, TLS, headers, redirects, body).
+	// It is the request's context's rather than http.Client.Timeout, which
+	// costs a goroutine and a timer per request with a round tripper other
+	// than http.Transport.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	req, err := r.newHTTPRequest(ctx, a, c, podIP)
 	if err != nil {
 		return Unknown, "", err
 	}
-	// Client.Timeout bounds everything (dial, TLS, headers, redirects, body)
-	// and words a timeout the way the kubelet's events do.
-	client := &http.Client{Transport: r.transport, Timeout: timeout, CheckRedirect: followSameHost}
+	client := &http.Client{Transport: r.transport, CheckRedirect: followSameHost}
 	resp, err := client.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Worded as the kubelet's events word it (its client's
+			// Timeout), whatever step the deadline cut short.
+			return Failure, err.Error() + " (Client.Timeout exceeded while awaiting headers)", nil
+		}
 		return Failure, err.Error(), nil
 	}
 	defer resp.Body.Close()

@@ -2,10 +2,13 @@ package probe
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -241,6 +244,77 @@ func TestHTTPMisbehavingTargets(t *testing.T) {
 				assertTimedOut(t, got.took, time.Second)
 			} else if got.took > 500*time.Millisecond {
 				t.Errorf("took %v to fail", got.took)
+			}
+		})
+	}
+}
+
+// Every request of a probe asks the server to close the connection, the
+// redirected ones too (http.Client makes those without Close set).
+func TestHTTPRedirectedRequestCloses(t *testing.T) {
+	closes := make(chan bool, 2)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/from", func(w http.ResponseWriter, r *http.Request) {
+		closes <- r.Close
+		http.Redirect(w, r, "/to", http.StatusFound)
+	})
+	mux.HandleFunc("/to", func(w http.ResponseWriter, r *http.Request) {
+		closes <- r.Close
+		fmt.Fprint(w, "there")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	got := runProbe(NewRunner(nil, testUserAgent), httpProbe(portOf(t, srv.URL), "/from"), nil)
+	if got.res != Success || got.out != "there" {
+		t.Fatalf("got %v, %q, %v; want the redirect followed", got.res, got.out, got.err)
+	}
+	for i := range 2 {
+		if !<-closes {
+			t.Errorf("request %d did not ask to close the connection", i+1)
+		}
+	}
+}
+
+// An informational response before the real one is skipped, as
+// http.Transport skips it.
+func TestHTTPSkipsInformationalResponses(t *testing.T) {
+	ln := serveRaw(t, func(c net.Conn) {
+		defer c.Close()
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
+		}
+		c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+	})
+	got := runProbe(NewRunner(nil, testUserAgent), httpProbe(portOf(t, ln.Addr().String()), "/"), nil)
+	if got.res != Success || got.out != "ok" {
+		t.Fatalf("got %v, %q, %v; want success with the final response's body", got.res, got.out, got.err)
+	}
+}
+
+// BenchmarkHTTPProbe is one http probe against a local server, through
+// the probes' own round tripper and through the http.Transport it
+// replaced for plain HTTP (the server's cost is in both).
+func BenchmarkHTTPProbe(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") }))
+	b.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	_, portStr, _ := net.SplitHostPort(u.Host)
+	port, _ := strconv.Atoi(portStr)
+	p := httpProbe(port, "/healthz")
+	for _, tc := range []struct {
+		name  string
+		plain bool
+	}{{"plain", true}, {"http.Transport", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := NewRunner(nil, testUserAgent)
+			if !tc.plain {
+				r.transport = newTransport(r.dialer)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, out, err := r.Run(context.Background(), p, testPod, &v1.Container{Name: "app"}, "cid", "127.0.0.1"); res != Success {
+					b.Fatalf("%v %q %v", res, out, err)
+				}
 			}
 		})
 	}

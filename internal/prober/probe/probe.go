@@ -59,7 +59,7 @@ type Runner struct {
 	exec      Execer
 	userAgent string
 	dialer    *dialer
-	transport *http.Transport
+	transport http.RoundTripper
 }
 
 // NewRunner returns a Runner that runs exec probes through exec and sends
@@ -67,7 +67,8 @@ type Runner struct {
 // gRPC probes.
 func NewRunner(exec Execer, userAgent string) *Runner {
 	d := newDialer()
-	return &Runner{exec: exec, userAgent: userAgent, dialer: d, transport: newTransport(d)}
+	return &Runner{exec: exec, userAgent: userAgent, dialer: d,
+		transport: &plainHTTP{dial: d.DialContext, tls: newTransport(d)}}
 }
 
 // Run makes one attempt of probe p against container c of pod, whose runtime
