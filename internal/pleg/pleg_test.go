@@ -208,7 +208,16 @@ func TestTriggerFollowUps(t *testing.T) {
 
 // Events in a burst (many pods starting) fold into one relist per
 // eventRelistGap instead of one relist each.
-func TestTriggersWithinTheGapFold(t *testing.T) {
+// timedPLEG runs a PLEG of one pod on a fake clock, with a period of an
+// hour (the ticker never fires), until the test ends.
+type timedPLEG struct {
+	t   *testing.T
+	p   *PLEG
+	l   *fakeLister
+	clk *clocktesting.FakeClock
+}
+
+func runTimedPLEG(t *testing.T) *timedPLEG {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)}}
 	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -216,24 +225,32 @@ func TestTriggersWithinTheGapFold(t *testing.T) {
 	events := make(chan Event, 10)
 	done := make(chan struct{})
 	go func() { p.Run(ctx, events); close(done) }()
-	defer func() { cancel(); <-done }()
-	calls := func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.calls
-	}
-	// waitFor waits until the PLEG has made relists calls and sleeps on
-	// waiters timers (the period's ticker is one).
-	waitFor := func(relists, waiters int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for calls() != relists || clk.Waiters() != waiters {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d relists and %d timers, want %d and %d", calls(), clk.Waiters(), relists, waiters)
-			}
-			time.Sleep(time.Millisecond)
+	t.Cleanup(func() { cancel(); <-done })
+	return &timedPLEG{t: t, p: p, l: l, clk: clk}
+}
+
+func (tp *timedPLEG) calls() int {
+	tp.l.mu.Lock()
+	defer tp.l.mu.Unlock()
+	return tp.l.calls
+}
+
+// waitFor waits until the PLEG has made relists calls and sleeps on
+// waiters timers (the period's ticker is one).
+func (tp *timedPLEG) waitFor(relists, waiters int) {
+	tp.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tp.calls() != relists || tp.clk.Waiters() != waiters {
+		if time.Now().After(deadline) {
+			tp.t.Fatalf("%d relists and %d timers, want %d and %d", tp.calls(), tp.clk.Waiters(), relists, waiters)
 		}
+		time.Sleep(time.Millisecond)
 	}
+}
+
+func TestTriggersWithinTheGapFold(t *testing.T) {
+	tp := runTimedPLEG(t)
+	p, clk, waitFor := tp.p, tp.clk, tp.waitFor
 	waitFor(1, 1) // the first relist; the ticker
 	p.Trigger()
 	waitFor(2, 2) // at once; the ticker and the follow-up
@@ -272,29 +289,8 @@ func TestNextEventGap(t *testing.T) {
 // Events that keep coming within the gap widen it: the second trigger of a
 // burst waits twice as long as the first did.
 func TestBurstWidensTheGap(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)}}
-	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ctx, cancel := context.WithCancel(context.Background())
-	events := make(chan Event, 10)
-	done := make(chan struct{})
-	go func() { p.Run(ctx, events); close(done) }()
-	defer func() { cancel(); <-done }()
-	calls := func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.calls
-	}
-	waitFor := func(relists, waiters int) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for calls() != relists || clk.Waiters() != waiters {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d relists and %d timers, want %d and %d", calls(), clk.Waiters(), relists, waiters)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	tp := runTimedPLEG(t)
+	p, clk, calls, waitFor := tp.p, tp.clk, tp.calls, tp.waitFor
 	waitFor(1, 1) // the first relist; the ticker
 	p.Trigger()
 	waitFor(2, 2) // at once; the ticker and the follow-up
