@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -39,6 +40,8 @@ type cli struct {
 	steady  []int
 	density []int
 	compare string
+	// report is an earlier run's JSON to print rather than run anew.
+	report string
 }
 
 func newCommand() *cobra.Command {
@@ -49,6 +52,7 @@ func newCommand() *cobra.Command {
 		Long: `berth-bench runs berth on its own managed containerd (own root dir, ports,
 pod network and cgroup root, all removed afterwards) and measures:
 
+  idle        no pods: what berth and containerd cost doing nothing
   start-up    N pods dropped into the manifest directory at once, on the host
               network and on the bridge: time to Running and to Ready, next to
               the same pods made by direct CRI calls (the floor)
@@ -59,7 +63,7 @@ pod network and cgroup root, all removed afterwards) and measures:
               latency, how fresh their status stays, what berth costs
   decisions   the Go benchmarks of the pure decision cores
 
-With --compare kubelet, each of start-up, reaction, steady state and density
+With --compare kubelet, each of idle, start-up, reaction, steady state and density
 runs --compare-runs times on each of three agents, interleaved, each run on a fresh node: berth on its
 managed containerd, the upstream kubelet (--kubelet-bin, standalone with static
 pods on a containerd the harness starts) and berth on such a containerd
@@ -67,11 +71,15 @@ pods on a containerd the harness starts) and berth on such a containerd
 and berth's over the kubelet's; figures from berth's own metrics are berth's
 alone.
 
+--report prints an earlier run's JSON as a table, its targets evaluated
+anew (they follow the issues), and runs nothing.
+
 Run as root, from the repository (for the decision benchmarks).`,
 		Example: `  make bench
   make bench BENCH_COMPARE=kubelet
   berth-bench --pods 10 --reaction-kills 5 --steady-pods 20 --steady-window 10s --density-pods 50
-  berth-bench --compare kubelet --kubelet-bin bin/cluster/kubelet-<hash>/kubelet --compare-runs 3`,
+  berth-bench --compare kubelet --kubelet-bin bin/cluster/kubelet-<hash>/kubelet --compare-runs 3
+  berth-bench --report bin/bench.json`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -82,6 +90,9 @@ Run as root, from the repository (for the decision benchmarks).`,
 }
 
 func (c *cli) run(cmd *cobra.Command) error {
+	if c.report != "" {
+		return printReport(cmd.OutOrStdout(), c.report)
+	}
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("run as root: berth runs containers")
 	}
@@ -125,6 +136,7 @@ func (c *cli) register(f *pflag.FlagSet) {
 	f.StringVar(&c.binDir, "bin", "", "directory of the berth and berth-pause binaries (default: this program's)")
 	f.StringVar(&c.opts.Node.Busybox, "busybox", "/bin/busybox", "static busybox binary, packaged as the workload image")
 	f.StringVar(&c.out, "out", "bench.json", "JSON report file; empty for none")
+	f.DurationVar(&c.opts.IdleWindow, "idle-window", 30*time.Second, "how long a node without pods is measured; 0 skips idle")
 	f.IntVar(&c.opts.StartupPods, "pods", 50, "pods per start-up round (host network, then bridge); 0 skips start-up")
 	f.IntVar(&c.opts.ReactionKills, "reaction-kills", 20, "containers killed, one per pod; 0 skips reaction")
 	f.IntSliceVar(&c.steady, "steady-pods", []int{100, 250}, "pod counts of the steady-state rounds; 0 skips them")
@@ -141,6 +153,7 @@ func (c *cli) register(f *pflag.FlagSet) {
 	f.StringVar(&c.compare, "compare", "", `compare berth with another node agent: "kubelet" (the upstream kubelet, --kubelet-bin)`)
 	f.IntVar(&c.opts.Compare.Runs, "compare-runs", 2, "with --compare, runs of each scenario per agent, interleaved")
 	f.StringVar(&c.opts.Compare.KubeletLog, "kubelet-log", "", "with --compare, keep the last kubelet run's log in this file")
+	f.StringVar(&c.report, "report", "", "print this earlier run's JSON report as a table, with its targets evaluated anew, and run nothing")
 	f.StringVar(&c.opts.Compare.Kubelet, "kubelet-bin", "", "with --compare kubelet, the kubelet binary (make bench BENCH_COMPARE=kubelet builds v1.36.3)")
 }
 
@@ -200,6 +213,24 @@ func berthVersion(binDir string) string {
 		return "unknown"
 	}
 	return v.Version
+}
+
+// printReport prints the report in path, from an earlier run, with the
+// targets of this version of the harness.
+func printReport(w io.Writer, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var r bench.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != bench.SchemaVersion {
+		return fmt.Errorf("%s: report schema %d, this harness reads %d", path, r.Schema, bench.SchemaVersion)
+	}
+	r.Targets = bench.EvaluateTargets(&r)
+	return bench.WriteTable(w, &r)
 }
 
 func writeJSON(path string, r *bench.Report) error {

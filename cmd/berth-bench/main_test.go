@@ -68,3 +68,41 @@ func TestCheckCompareAccepts(t *testing.T) {
 		t.Errorf("without --compare: %v, kubelet %q; want no error and no kubelet", err, opts.Kubelet)
 	}
 }
+
+// --report prints an earlier run's table with the targets evaluated anew,
+// and refuses a file it cannot read as a report of its schema.
+func TestPrintReport(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "bench.json")
+	r := &bench.Report{Schema: bench.SchemaVersion, Idle: []bench.IdleResult{{WindowSeconds: 30, Berth: bench.Usage{Cores: 0.001, PeakRSS: 31}}},
+		Targets: []bench.Target{{Name: "an old target", Met: true}}}
+	if err := writeJSON(good, r); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := printReport(&b, good); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"IDLE (no pods, 30 s)", "idle: berth CPU", "idle: berth peak RSS", "MISSED"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "an old target") {
+		t.Errorf("the report's own targets were printed, not evaluated anew:\n%s", b.String())
+	}
+
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte(`{"schema": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := filepath.Join(dir, "table.txt")
+	if err := os.WriteFile(notJSON, []byte("START-UP"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{old: "schema 1", notJSON: notJSON, filepath.Join(dir, "nope.json"): "nope.json"} {
+		if err := printReport(&b, path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", path, err, want)
+		}
+	}
+}

@@ -143,17 +143,31 @@ BenchmarkCgroupValues500Pods   	 409	 3777869 ns/op
 
 func TestEvaluateTargets(t *testing.T) {
 	r := &Report{
-		Startup:   []StartupResult{{Network: "host", Pods: 50, Overhead: Ratio{P50: 1.05, P99: 1.3}}},
-		Reaction:  []ReactionResult{{Restart: Latency{N: 20, P50: 80}}},
-		Steady:    []SteadyResult{{Pods: 100, Berth: Usage{Cores: 0.04, PeakRSS: 61}}, {Pods: 250, Berth: Usage{Cores: 1}}},
-		Density:   []DensityResult{{Pods: 250}, {Pods: 500, Running: 500, StatusFreshness: Latency{N: 10, Max: 1500}}},
+		Idle:      []IdleResult{{Berth: Usage{Cores: 0.0015, PeakRSS: 31}}},
+		Startup:   []StartupResult{{Network: "host", Pods: 50, Overhead: Ratio{P50: 1.05, P99: 1.2}}},
+		Reaction:  []ReactionResult{{Restart: Latency{N: 20, P50: 95}, Floor: Latency{N: 20, P50: 79}}},
+		Steady:    []SteadyResult{{Pods: 100, Berth: Usage{Cores: 0.025, PeakRSS: 61}}, {Pods: 250, Berth: Usage{Cores: 1}}},
+		Density:   []DensityResult{{Pods: 250}, {Pods: 500, Running: 500, StatusFreshness: Latency{N: 10, Max: 1500}, DensityBerth: &DensityBerth{RelistP99Ms: 100}}},
 		Decisions: []Decision{{Name: "BenchmarkCheckpointWrite1000", NsPerOp: 6e6}, {Name: "BenchmarkCgroupValues500Pods", NsPerOp: 1e9}},
 	}
+	agents := func(berth, kubelet, external float64) []AgentFigure {
+		return []AgentFigure{{Agent: agentBerth, Median: berth}, {Agent: agentKubelet, Median: kubelet}, {Agent: agentBerthExternal, Median: external}}
+	}
+	r.Comparison = []ComparedFigure{
+		{Scenario: "start-up, 50 pods, host", Figure: "Running p50", Agents: agents(3000, 4000, 4100)},
+		{Scenario: "start-up, 50 pods, host", Figure: "Ready p50", Agents: agents(9000, 4000, 4000)}, // no target
+		{Scenario: "steady state, 100 pods", Figure: "containerd CPU", Agents: agents(0.1, 0.1, 0.1)},
+		{Scenario: "steady state, 100 pods", Figure: "shims CPU", Agents: agents(0.04, 0.05, 0.06)},
+		{Scenario: "reaction, 20 kills", Figure: "kill to replacement started p50", Agents: agents(95, 500, 130)},
+		{Scenario: "reaction, 20 kills", Figure: "CRI floor p50", Agents: []AgentFigure{{Agent: agentBerth, Median: 79}, {Agent: agentBerthExternal, Median: 100}}},
+	}
 	got := map[string]bool{}
-	for _, tg := range evaluateTargets(r) {
+	for _, tg := range EvaluateTargets(r) {
 		got[tg.Name] = tg.Met
 	}
 	want := map[string]bool{
+		"idle: berth CPU":                           true,
+		"idle: berth peak RSS":                      false,
 		"start-up overhead p50, 50 pods, host":      true,
 		"start-up overhead p99, 50 pods, host":      false,
 		"reaction p50, kill to replacement started": true,
@@ -161,10 +175,16 @@ func TestEvaluateTargets(t *testing.T) {
 		"steady state, 100 pods: berth peak RSS":    false,
 		"density, 500 pods: Running":                true,
 		"density, 500 pods: status freshness max":   true,
+		"density, 500 pods: relist p99":             false,
 		"BenchmarkCheckpointWrite1000":              false,
+		// Against the kubelet in the same run.
+		"start-up, 50 pods, host: Running p50, berth":                            true,
+		"start-up, 50 pods, host: Running p50, berth (external)":                 false,
+		"steady state, 100 pods: runtime CPU (containerd and shims) under berth": true,
+		"reaction p50, kill to replacement started, berth (external)":            false,
 	}
 	if len(got) != len(want) {
-		t.Errorf("targets %v, want %v (no targets for 250 pods or cgroup values)", got, want)
+		t.Errorf("targets %v, want %v (none for 250 pods, cgroup values, Ready)", got, want)
 	}
 	for name, met := range want {
 		if m, ok := got[name]; !ok || m != met {

@@ -28,6 +28,18 @@ type scenario struct {
 // scenarios are the runs opts ask for, in the order.
 func scenarios(opts Options) []scenario {
 	var out []scenario
+	// Idle first: on one node, before any pod has come and gone.
+	if opts.IdleWindow > 0 {
+		out = append(out, scenario{"idle", func(ctx context.Context, n nodeUnderTest, r *Report) error {
+			opts.Log.Info("idle", "agent", n.agent(), "window", opts.IdleWindow)
+			i, err := runIdle(ctx, n, opts.IdleWindow)
+			if err != nil {
+				return fmt.Errorf("idle: %w", err)
+			}
+			r.Idle = append(r.Idle, i)
+			return nil
+		}})
+	}
 	// Host and bridge apart: in a comparison each has a fresh node, so
 	// that the bridge round's pods are not the host round's names come
 	// again (the kubelet held such a pod back for about 10 s).
@@ -179,6 +191,7 @@ func runOnFreshNode(ctx context.Context, a agentStarter, sc scenario, r *Report)
 
 // mergeResults appends from's scenario results to r's.
 func mergeResults(r, from *Report) {
+	r.Idle = append(r.Idle, from.Idle...)
 	r.Startup = append(r.Startup, from.Startup...)
 	r.Reaction = append(r.Reaction, from.Reaction...)
 	r.Steady = append(r.Steady, from.Steady...)

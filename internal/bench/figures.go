@@ -7,6 +7,13 @@ import "fmt"
 // only), come only where the run has them.
 func figuresOf(r *Report) []figure {
 	var out []figure
+	for _, i := range r.Idle {
+		out = append(out,
+			figure{"idle", "agent CPU", "cores", i.Berth.Cores},
+			figure{"idle", "agent peak RSS", "MiB", i.Berth.PeakRSS},
+			figure{"idle", "containerd CPU", "cores", i.Containerd.Cores},
+		)
+	}
 	for _, s := range r.Startup {
 		out = append(out, startupFigures(s)...)
 	}

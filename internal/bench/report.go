@@ -23,6 +23,7 @@ type Report struct {
 	StartedAt time.Time        `json:"started_at"`
 	Machine   Machine          `json:"machine"`
 	Options   ReportOptions    `json:"options"`
+	Idle      []IdleResult     `json:"idle"`
 	Startup   []StartupResult  `json:"startup"`
 	Reaction  []ReactionResult `json:"reaction"`
 	Steady    []SteadyResult   `json:"steady"`
@@ -49,6 +50,7 @@ type Machine struct {
 
 // ReportOptions are the sizes the run used.
 type ReportOptions struct {
+	IdleSeconds    float64 `json:"idle_seconds"`
 	StartupPods    int     `json:"startup_pods"`
 	ReactionKills  int     `json:"reaction_kills"`
 	SteadyPods     []int   `json:"steady_pods"`
@@ -67,37 +69,13 @@ type Target struct {
 	Met      bool    `json:"met"`
 }
 
-// evaluateTargets checks the issue's targets against r. A target whose
-// scenario did not run at the size the target names is left out.
-func evaluateTargets(r *Report) []Target {
-	var ts []Target
-	for _, s := range r.Startup {
-		ts = append(ts,
-			Target{Name: fmt.Sprintf("start-up overhead p50, %d pods, %s", s.Pods, s.Network), Limit: "<= 1.10", Measured: s.Overhead.P50, Unit: "x floor", Met: s.Overhead.P50 > 0 && s.Overhead.P50 <= 1.10},
-			Target{Name: fmt.Sprintf("start-up overhead p99, %d pods, %s", s.Pods, s.Network), Limit: "<= 1.25", Measured: s.Overhead.P99, Unit: "x floor", Met: s.Overhead.P99 > 0 && s.Overhead.P99 <= 1.25},
-		)
-	}
-	for _, re := range r.Reaction {
-		ts = append(ts, Target{Name: "reaction p50, kill to replacement started", Limit: "<= 100", Measured: re.Restart.P50, Unit: "ms", Met: re.Restart.N > 0 && re.Restart.P50 <= 100})
-	}
-	for _, s := range r.Steady {
-		if s.Pods != 100 {
-			continue
-		}
-		ts = append(ts,
-			Target{Name: "steady state, 100 pods: berth CPU", Limit: "<= 0.05", Measured: s.Berth.Cores, Unit: "cores", Met: s.Berth.Cores <= 0.05},
-			Target{Name: "steady state, 100 pods: berth peak RSS", Limit: "<= 60", Measured: s.Berth.PeakRSS, Unit: "MiB", Met: s.Berth.PeakRSS > 0 && s.Berth.PeakRSS <= 60},
-		)
-	}
-	for _, d := range r.Density {
-		if d.Pods != 500 {
-			continue
-		}
-		ts = append(ts,
-			Target{Name: "density, 500 pods: Running", Limit: "= 500", Measured: float64(d.Running), Unit: "pods", Met: d.Running == 500},
-			Target{Name: "density, 500 pods: status freshness max", Limit: "<= 2000", Measured: d.StatusFreshness.Max, Unit: "ms", Met: d.StatusFreshness.N > 0 && d.StatusFreshness.Max <= 2000},
-		)
-	}
+// EvaluateTargets checks the issue's targets against r: those of berth's
+// own runs, then those against the kubelet where r has a comparison. A
+// target whose scenario did not run at the size the target names is left
+// out.
+func EvaluateTargets(r *Report) []Target {
+	ts := ownTargets(r)
+	ts = append(ts, comparedTargets(r.Comparison)...)
 	limits := map[string]float64{
 		"BenchmarkChoosePreemptionVictims1000": 1e6,
 		"BenchmarkImageGCChoice10000":          10e6,
@@ -109,6 +87,127 @@ func evaluateTargets(r *Report) []Target {
 		}
 	}
 	return ts
+}
+
+// reactionMargin is how much later than the floor berth may start a
+// killed container's replacement (issue 25: the floor + 20 ms).
+const reactionMargin = 20.0
+
+// ownTargets are the targets of berth's own figures (its first round in a
+// comparison).
+func ownTargets(r *Report) []Target {
+	var ts []Target
+	for _, i := range r.Idle {
+		ts = append(ts,
+			Target{Name: "idle: berth CPU", Limit: "<= 0.002", Measured: i.Berth.Cores, Unit: "cores", Met: i.Berth.Cores <= 0.002},
+			Target{Name: "idle: berth peak RSS", Limit: "<= 25", Measured: i.Berth.PeakRSS, Unit: "MiB", Met: i.Berth.PeakRSS > 0 && i.Berth.PeakRSS <= 25},
+		)
+	}
+	for _, s := range r.Startup {
+		ts = append(ts,
+			Target{Name: fmt.Sprintf("start-up overhead p50, %d pods, %s", s.Pods, s.Network), Limit: "<= 1.10", Measured: s.Overhead.P50, Unit: "x floor", Met: s.Overhead.P50 > 0 && s.Overhead.P50 <= 1.10},
+			Target{Name: fmt.Sprintf("start-up overhead p99, %d pods, %s", s.Pods, s.Network), Limit: "<= 1.10", Measured: s.Overhead.P99, Unit: "x floor", Met: s.Overhead.P99 > 0 && s.Overhead.P99 <= 1.10},
+		)
+	}
+	for _, re := range r.Reaction {
+		limit := round3(re.Floor.P50 + reactionMargin)
+		ts = append(ts, Target{Name: "reaction p50, kill to replacement started", Limit: fmt.Sprintf("<= %g (floor + %g)", limit, reactionMargin), Measured: re.Restart.P50, Unit: "ms", Met: re.Restart.N > 0 && re.Floor.N > 0 && re.Restart.P50 <= limit})
+	}
+	for _, s := range r.Steady {
+		if s.Pods != 100 {
+			continue
+		}
+		ts = append(ts,
+			Target{Name: "steady state, 100 pods: berth CPU", Limit: "<= 0.03", Measured: s.Berth.Cores, Unit: "cores", Met: s.Berth.Cores <= 0.03},
+			Target{Name: "steady state, 100 pods: berth peak RSS", Limit: "<= 40", Measured: s.Berth.PeakRSS, Unit: "MiB", Met: s.Berth.PeakRSS > 0 && s.Berth.PeakRSS <= 40},
+		)
+	}
+	for _, d := range r.Density {
+		if d.Pods != 500 {
+			continue
+		}
+		ts = append(ts,
+			Target{Name: "density, 500 pods: Running", Limit: "= 500", Measured: float64(d.Running), Unit: "pods", Met: d.Running == 500},
+			Target{Name: "density, 500 pods: status freshness max", Limit: "<= 2000", Measured: d.StatusFreshness.Max, Unit: "ms", Met: d.StatusFreshness.N > 0 && d.StatusFreshness.Max <= 2000},
+		)
+		if d.DensityBerth != nil {
+			ts = append(ts, Target{Name: "density, 500 pods: relist p99", Limit: "< 50", Measured: d.RelistP99Ms, Unit: "ms", Met: d.RelistP99Ms > 0 && d.RelistP99Ms < 50})
+		}
+	}
+	return ts
+}
+
+// comparedTargets are the targets against the kubelet in the same run,
+// on the medians of the comparison: every start-up percentile of both
+// berths at or below the kubelet's, the runtime's steady-state CPU under
+// berth no higher than under the kubelet, and berth's reaction on an
+// external containerd within its floor + 20 ms, as on its own.
+func comparedTargets(cs []ComparedFigure) []Target {
+	var ts []Target
+	for _, c := range cs {
+		k, ok := agentMedian(c, agentKubelet)
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(c.Scenario, "start-up") && strings.HasPrefix(c.Figure, "Running "):
+			for _, a := range []string{agentBerth, agentBerthExternal} {
+				if v, ok := agentMedian(c, a); ok {
+					ts = append(ts, Target{Name: fmt.Sprintf("%s: %s, %s", c.Scenario, c.Figure, a), Limit: fmt.Sprintf("<= %g (the kubelet's)", k), Measured: v, Unit: c.Unit, Met: v > 0 && v <= k})
+				}
+			}
+		case strings.HasPrefix(c.Scenario, "steady state") && c.Figure == "containerd CPU":
+			ts = append(ts, runtimeCPUTarget(cs, c.Scenario)...)
+		}
+	}
+	for _, c := range cs {
+		if !strings.HasPrefix(c.Scenario, "reaction") || c.Figure != "kill to replacement started p50" {
+			continue
+		}
+		v, okV := agentMedian(c, agentBerthExternal)
+		floor, okF := figureMedian(cs, c.Scenario, "CRI floor p50", agentBerthExternal)
+		if okV && okF {
+			limit := round3(floor + reactionMargin)
+			ts = append(ts, Target{Name: "reaction p50, kill to replacement started, " + agentBerthExternal, Limit: fmt.Sprintf("<= %g (floor + %g)", limit, reactionMargin), Measured: v, Unit: c.Unit, Met: v <= limit})
+		}
+	}
+	return ts
+}
+
+// runtimeCPUTarget compares the runtime's steady-state CPU (containerd
+// and the shims) under berth with that under the kubelet.
+func runtimeCPUTarget(cs []ComparedFigure, scenario string) []Target {
+	runtimeCPU := func(agent string) (float64, bool) {
+		c, okC := figureMedian(cs, scenario, "containerd CPU", agent)
+		s, okS := figureMedian(cs, scenario, "shims CPU", agent)
+		return round4(c + s), okC && okS
+	}
+	k, okK := runtimeCPU(agentKubelet)
+	b, okB := runtimeCPU(agentBerth)
+	if !okK || !okB {
+		return nil
+	}
+	return []Target{{Name: scenario + ": runtime CPU (containerd and shims) under berth", Limit: fmt.Sprintf("<= %g (under the kubelet)", k), Measured: b, Unit: "cores", Met: b <= k}}
+}
+
+// agentMedian is agent's median of c.
+func agentMedian(c ComparedFigure, agent string) (float64, bool) {
+	for _, a := range c.Agents {
+		if a.Agent == agent {
+			return a.Median, true
+		}
+	}
+	return 0, false
+}
+
+// figureMedian is agent's median of the figure of scenario in cs.
+func figureMedian(cs []ComparedFigure, scenario, figure, agent string) (float64, bool) {
+	for _, c := range cs {
+		if c.Scenario == scenario && c.Figure == figure {
+			return agentMedian(c, agent)
+		}
+	}
+	return 0, false
 }
 
 // describeMachine reads what the figures depend on.
@@ -144,6 +243,11 @@ func WriteTable(w io.Writer, r *Report) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	m := r.Machine
 	p("machine\t%s, %d CPUs, %.1f GiB, kernel %s, cgroup v%d, %s, %s, berth %s\n\n", m.CPUModel, m.CPUs, m.MemoryGiB, m.Kernel, m.CgroupVersion, m.Runtime, m.Go, m.Berth)
+	for _, i := range r.Idle {
+		p("IDLE (no pods, %.0f s)\tcores\tpeak MiB\tfinal MiB\n", i.WindowSeconds)
+		p("berth\t%.4f\t%.1f\t%.1f\n", i.Berth.Cores, i.Berth.PeakRSS, i.Berth.FinalRSS)
+		p("containerd (+children)\t%.4f\t%.1f\t%.1f\n\n", i.Containerd.Cores, i.Containerd.PeakRSS, i.Containerd.FinalRSS)
+	}
 	if len(r.Startup) > 0 {
 		p("START-UP (ms from the drop)\tpods\tp50\tp90\tp99\tmax\n")
 		for _, s := range r.Startup {

@@ -10,7 +10,9 @@ import (
 // Options choose the scenarios and their sizes. A zero size skips its
 // scenario.
 type Options struct {
-	Node           NodeOptions
+	Node NodeOptions
+	// IdleWindow is how long a node without pods is measured.
+	IdleWindow     time.Duration
 	StartupPods    int
 	ReactionKills  int
 	SteadyPods     []int
@@ -40,12 +42,13 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 		Schema:    SchemaVersion,
 		StartedAt: time.Now().UTC().Truncate(time.Second),
 		Options: ReportOptions{
+			IdleSeconds: opts.IdleWindow.Seconds(),
 			StartupPods: opts.StartupPods, ReactionKills: opts.ReactionKills,
 			SteadyPods: nonNil(opts.SteadyPods), SteadySeconds: opts.SteadyWindow.Seconds(),
 			DensityPods: nonNil(opts.DensityPods), DensitySeconds: opts.DensityWindow.Seconds(),
 			CompareRuns: opts.Compare.Runs,
 		},
-		Startup: []StartupResult{}, Reaction: []ReactionResult{}, Steady: []SteadyResult{},
+		Idle: []IdleResult{}, Startup: []StartupResult{}, Reaction: []ReactionResult{}, Steady: []SteadyResult{},
 		Density: []DensityResult{}, Decisions: []Decision{}, Targets: []Target{}, Comparison: []ComparedFigure{},
 	}
 	if opts.Decisions {
@@ -66,7 +69,7 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 	if err != nil {
 		return r, err
 	}
-	r.Targets = evaluateTargets(r)
+	r.Targets = EvaluateTargets(r)
 	return r, nil
 }
 

@@ -67,3 +67,9 @@ func ratioOf(berth, floor Latency) Ratio {
 func round3(f float64) float64 {
 	return float64(int64(f*1000+0.5)) / 1000
 }
+
+// round4 keeps a fourth decimal: an idle agent's cores are a few
+// thousandths, and its target is one.
+func round4(f float64) float64 {
+	return float64(int64(f*10000+0.5)) / 10000
+}

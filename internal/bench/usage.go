@@ -8,7 +8,7 @@ import (
 // Usage is what one process, or a group of them, cost over a window.
 type Usage struct {
 	Processes int     `json:"processes"`
-	Cores     float64 `json:"cores"` // CPU time over wall time: 0.05 is 5% of one core
+	Cores     float64 `json:"cores"` // CPU time over wall time: 0.05 is 5% of one core; 4 decimals
 	PeakRSS   float64 `json:"peak_rss_mib"`
 	FinalRSS  float64 `json:"final_rss_mib"`
 }
@@ -111,7 +111,7 @@ func (m *usageMeter) usage(i int) Usage {
 	peak := max(m.peak[i], m.last[i].hwm)
 	return Usage{
 		Processes: m.last[i].procs,
-		Cores:     round3(cpu.Seconds() / wall.Seconds()),
+		Cores:     round4(cpu.Seconds() / wall.Seconds()),
 		PeakRSS:   mib(peak),
 		FinalRSS:  mib(m.last[i].rss),
 	}

@@ -33,7 +33,7 @@ func TestBenchCompare(t *testing.T) {
 	before := benchHostState(t)
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.CommandContext(ctx, filepath.Join(bins, "berth-bench"), "--bin", bins, "--busybox", busyboxPath,
-		"--pods", "2", "--reaction-kills", "2", "--steady-pods", "2", "--steady-window", "2s",
+		"--idle-window", "1s", "--pods", "2", "--reaction-kills", "2", "--steady-pods", "2", "--steady-window", "2s",
 		"--density-pods", "3", "--density-window", "1s", "--decisions=false", "--out", out,
 		"--compare", "kubelet", "--compare-runs", "1", "--kubelet-bin", kubelet)
 	output, err := cmd.CombinedOutput()
@@ -60,9 +60,9 @@ func checkComparison(t *testing.T, path string) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Startup) != 2 || len(r.Reaction) != 1 || len(r.Steady) != 1 || len(r.Density) != 1 {
-		t.Errorf("berth's own results: %d start-up, %d reaction, %d steady, %d density; want 2, 1, 1, 1",
-			len(r.Startup), len(r.Reaction), len(r.Steady), len(r.Density))
+	if len(r.Idle) != 1 || len(r.Startup) != 2 || len(r.Reaction) != 1 || len(r.Steady) != 1 || len(r.Density) != 1 {
+		t.Errorf("berth's own results: %d idle, %d start-up, %d reaction, %d steady, %d density; want 1, 2, 1, 1, 1",
+			len(r.Idle), len(r.Startup), len(r.Reaction), len(r.Steady), len(r.Density))
 	}
 	scenarios := map[string]bool{}
 	for _, c := range r.Comparison {
@@ -89,7 +89,7 @@ func checkComparison(t *testing.T, path string) {
 			t.Errorf("%s, Running p50: berth over kubelet %v, want a ratio", c.Scenario, c.BerthOverKubelet)
 		}
 	}
-	for _, s := range []string{"start-up", "reaction", "steady state", "density"} {
+	for _, s := range []string{"idle", "start-up", "reaction", "steady state", "density"} {
 		if !scenarios[s] {
 			t.Errorf("no %s figures in the comparison", s)
 		}

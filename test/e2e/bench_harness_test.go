@@ -20,14 +20,14 @@ import (
 func TestBenchHarness(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(filepath.Join(bins, "berth-bench"), "--bin", bins, "--busybox", busyboxPath,
-		"--pods", "2", "--reaction-kills", "2", "--steady-pods", "2", "--steady-window", "2s",
+		"--idle-window", "2s", "--pods", "2", "--reaction-kills", "2", "--steady-pods", "2", "--steady-window", "2s",
 		"--density-pods", "3", "--density-window", "1s",
 		"--decision-benchtime", "1x", "--source", "../..", "--out", out)
 	output, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("berth-bench: %v\n%s", err, output)
 	}
-	for _, want := range []string{"START-UP", "REACTION", "STEADY STATE", "DENSITY", "DECISIONS", "TARGET"} {
+	for _, want := range []string{"IDLE", "START-UP", "REACTION", "STEADY STATE", "DENSITY", "DECISIONS", "TARGET"} {
 		if !strings.Contains(string(output), want) {
 			t.Errorf("the table has no %s section:\n%s", want, output)
 		}
@@ -55,6 +55,9 @@ func TestBenchHarness(t *testing.T) {
 	}
 	if r.Schema != bench.SchemaVersion || r.Machine.CPUs < 1 || !strings.HasPrefix(r.Machine.Runtime, "containerd") {
 		t.Errorf("schema %d, machine %+v", r.Schema, r.Machine)
+	}
+	if len(r.Idle) != 1 || r.Idle[0].Berth.Processes != 1 || r.Idle[0].Berth.PeakRSS <= 0 || r.Idle[0].Containerd.Processes != 1 || r.Idle[0].WindowSeconds < 2 {
+		t.Errorf("idle: %+v", r.Idle)
 	}
 	if len(r.Startup) != 2 {
 		t.Fatalf("start-up rounds: %d, want host and bridge", len(r.Startup))
