@@ -39,11 +39,12 @@ type execution struct {
 	// sandbox's config and waiting out back-offs).
 	touched bool
 	// What the steps changed, for observe: the containers made or stopped
-	// and those removed; readAll when a step changed more than that (it
-	// stopped the pod), which only a read of the whole pod shows.
-	changed []madeOrStopped
-	removed []string
-	readAll bool
+	// and those removed; and what only a read of the whole pod shows: the
+	// pod stopped, or a sandbox made but not read.
+	changed       []madeOrStopped
+	removed       []string
+	podStopped    bool
+	sandboxUnread bool
 	// imagePulls are the image volumes pulled in this sync, by name.
 	imagePulls map[string]imageVolumePull
 }
@@ -77,7 +78,7 @@ func (w *worker) apply(ctx context.Context, pod *v1.Pod, st *container.PodStatus
 // four times, listing them each time.
 func (ex *execution) observe(ctx context.Context) (*container.PodStatus, error) {
 	rt := ex.w.ws.deps.Runtime
-	if ex.readAll {
+	if ex.podStopped || ex.sandboxUnread {
 		return rt.PodStatus(ctx, ex.pod.UID)
 	}
 	gone := slices.Clone(ex.removed)
@@ -102,7 +103,9 @@ func (ex *execution) run(ctx context.Context, s Step) (after time.Duration, stop
 	w := ex.w
 	switch s.Kind {
 	case StepKillPod:
-		ex.readAll = true
+		// The plan kills the pod before every new sandbox, the first
+		// too: only a pod with something to stop changes.
+		ex.podStopped = hasActive(ex.st)
 		if err := w.stopPod(ctx, ex.pod, ex.st, nil, ex.log); err != nil {
 			ex.log.Warn("stopping pod failed", "err", err)
 			return retryAfterError, true
@@ -239,7 +242,7 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 	id, err := d.Runtime.RunPodSandbox(ctx, ex.sbCfg)
 	// Folded in below once read; until then only a read of the whole pod
 	// shows it.
-	ex.readAll = err == nil
+	ex.sandboxUnread = err == nil
 	if err != nil {
 		w.syncError = &status.Waiting{Reason: reasonSandboxFailed, Message: fmt.Sprintf("create pod sandbox: %v", err)}
 		w.event(pod, v1.EventTypeWarning, reasonSandboxFailed, "Failed to create pod sandbox: "+err.Error())
@@ -253,7 +256,7 @@ func (ex *execution) createSandbox(ctx context.Context) (after time.Duration, ok
 		log.Warn("reading the new sandbox's status from the runtime failed", "err", err)
 		return retryAfterError, false
 	}
-	ex.sandboxID, ex.st, ex.readAll = id, withSandbox(ex.st, sb), false
+	ex.sandboxID, ex.st, ex.sandboxUnread = id, withSandbox(ex.st, sb), false
 	w.startup.add(phaseSandbox, d.Clock.Since(began))
 	return 0, true
 }

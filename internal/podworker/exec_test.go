@@ -343,6 +343,25 @@ func TestExecuteStopFailureKeepsSandboxDown(t *testing.T) {
 	e.rt.ClearCalls()
 	e.sync()
 	checkCalls(t, "calls once healed", mutations(e.rt), []string{"StopContainer", "RunPodSandbox u1", "CreateContainer app", "StartContainer"})
+	// The pod was stopped: the sync reads it whole again, and publishes
+	// the stopped instance as it exited, not as the sync assumed it did.
+	checkCalls(t, "reads once healed", e.rt.CallsOf("PodStatus", "ReadContainerStatus"), []string{"PodStatus u1", "PodStatus u1"})
+	checkPublishedAsRead(t, e)
+}
+
+// checkPublishedAsRead checks that the pod's published status is what a
+// read of the whole pod from the runtime makes of it.
+func checkPublishedAsRead(t *testing.T, e *execEnv) {
+	t.Helper()
+	published := e.status(t)
+	fresh, err := e.rt.PodStatus(context.Background(), e.pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w.publish(e.pod, fresh, false)
+	if want := e.status(t); !apiequality.Semantic.DeepEqual(published, want) {
+		t.Errorf("published %+v\nwant as from a full read %+v", published.ContainerStatuses, want.ContainerStatuses)
+	}
 }
 
 // A container that keeps failing waits out its crash-loop back-off, with
@@ -401,16 +420,8 @@ func TestExecuteReplacementObserved(t *testing.T) {
 	e.sync()
 	checkCalls(t, "calls", mutations(e.rt), []string{"StopContainer", "PullImage busybox:2", "CreateContainer app", "StartContainer"})
 	checkCalls(t, "reads", e.rt.CallsOf("PodStatus", "ReadContainerStatus"), []string{"PodStatus u1", "ReadContainerStatus " + old, "ReadContainerStatus " + e.containerID(t, "app")})
-	published := e.status(t)
-	fresh, err := e.rt.PodStatus(context.Background(), e.pod.UID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.w.publish(e.pod, fresh, false)
-	if want := e.status(t); !apiequality.Semantic.DeepEqual(published, want) {
-		t.Errorf("published %+v\nwant as from a full read %+v", published.ContainerStatuses, want.ContainerStatuses)
-	}
-	if cs := published.ContainerStatuses[0]; cs.Image != "busybox:2" || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
+	checkPublishedAsRead(t, e)
+	if cs := e.status(t).ContainerStatuses[0]; cs.Image != "busybox:2" || cs.State.Running == nil || cs.LastTerminationState.Terminated == nil {
 		t.Errorf("app %+v, want the new image running with the old instance as lastState", cs)
 	}
 }

@@ -31,6 +31,12 @@ func stoppedSnapshot(st *container.PodStatus) *container.PodStatus {
 	return &out
 }
 
+// hasActive tells whether st has anything stopPod stops: a container not
+// exited or a ready sandbox.
+func hasActive(st *container.PodStatus) bool {
+	return len(st.ActiveContainers()) > 0 || slices.ContainsFunc(st.Sandboxes, func(sb container.SandboxStatus) bool { return sb.Ready })
+}
+
 // withSandbox is st with sb, the sandbox the sync just created, as its
 // newest.
 func withSandbox(st *container.PodStatus, sb container.SandboxStatus) *container.PodStatus {
