@@ -119,17 +119,17 @@ func (c *cli) run(cmd *cobra.Command) error {
 			err = werr
 		}
 	}
-	if err != nil {
-		return err
+	if r != nil {
+		// After a failure, what was measured before it.
+		fmt.Fprintln(cmd.OutOrStdout())
+		if werr := bench.WriteTable(cmd.OutOrStdout(), r); werr != nil && err == nil {
+			err = werr
+		}
+		if c.out != "" {
+			fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", c.out)
+		}
 	}
-	fmt.Fprintln(cmd.OutOrStdout())
-	if err := bench.WriteTable(cmd.OutOrStdout(), r); err != nil {
-		return err
-	}
-	if c.out != "" {
-		fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n", c.out)
-	}
-	return nil
+	return err
 }
 
 func (c *cli) register(f *pflag.FlagSet) {

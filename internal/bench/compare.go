@@ -120,7 +120,9 @@ func compareAgents(opts Options) []agentStarter {
 // a fresh node started for it and removed after it: no run inherits
 // another's pods or agent state (the host's page cache aside). The
 // first round's berth results fill r's own lists, as a run without
-// comparison would; every run's figures go to r.Comparison.
+// comparison would; every run's figures go to r.Comparison, those of the
+// runs done so far when one fails: an hour's measurements are not lost to
+// the last scenario.
 func runCompare(ctx context.Context, opts Options, r *Report) error {
 	agents := compareAgents(opts)
 	// berth's profiles come from its first round: one file per scenario.
@@ -128,6 +130,7 @@ func runCompare(ctx context.Context, opts Options, r *Report) error {
 	unprofiled.ProfileDir = ""
 	plain := scenarios(unprofiled)
 	var runs []agentFigures
+	defer func() { r.Comparison = compareFigures(runs, agentNames(agents)) }()
 	for i, profiled := range scenarios(opts) {
 		for round := 1; round <= opts.Compare.Runs; round++ {
 			for _, a := range agents {
@@ -146,7 +149,6 @@ func runCompare(ctx context.Context, opts Options, r *Report) error {
 			}
 		}
 	}
-	r.Comparison = compareFigures(runs, agentNames(agents))
 	return nil
 }
 

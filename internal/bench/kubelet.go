@@ -303,23 +303,42 @@ func (n *kubeletNode) clearManifests(ctx context.Context, timeout time.Duration)
 	// failure is the error if the deadline passes.
 	var lastErr error
 	err = poll(ctx, max(time.Until(deadline), 10*time.Second), 200*time.Millisecond, func() (bool, error) {
-		sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+		left, err := n.removeStoppedSandboxes(ctx)
 		if err != nil {
 			lastErr = err
-			return false, nil
 		}
-		for _, sb := range sbs {
-			// NotFound: the kubelet's GC got there first.
-			if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil && status.Code(err) != codes.NotFound {
-				lastErr = fmt.Errorf("remove the stopped sandbox %s: %w", sb.Id, err)
-			}
-		}
-		return len(sbs) == 0, nil
+		return err == nil && left == 0, nil
 	})
 	if err != nil && lastErr != nil {
 		return fmt.Errorf("%w: %w", err, lastErr)
 	}
 	return err
+}
+
+// removeStoppedSandboxes removes every sandbox of the kubelet's runtime,
+// none of which may be ready, and returns how many there were. A sandbox
+// that keeps a running task (containerd 1.6 with 500 pods: its CRI marked
+// a container exited whose task ran on, so it neither stops nor goes) has
+// its processes killed, for the next try to remove it: no pod is left on
+// the node, so whatever runs in its pod cgroups is a stray.
+func (n *kubeletNode) removeStoppedSandboxes(ctx context.Context) (int, error) {
+	sbs, err := n.cri.ListPodSandboxes(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	stray := false
+	for _, sb := range sbs {
+		// NotFound: the kubelet's GC got there first.
+		if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil && status.Code(err) != codes.NotFound {
+			errs = append(errs, fmt.Errorf("remove the stopped sandbox %s: %w", sb.Id, err))
+			stray = stray || status.Code(err) == codes.FailedPrecondition
+		}
+	}
+	if stray {
+		hostclean.KillCgroupProcs(n.cgroupRoot)
+	}
+	return len(sbs), errors.Join(errs...)
 }
 
 func (n *kubeletNode) logTail() string {
@@ -405,9 +424,25 @@ func (n *kubeletNode) removeSandboxes(ctx context.Context) error {
 	}
 	defer n.cri.Close()
 	sbs, err := n.cri.ListPodSandboxes(ctx, nil)
-	errs := []error{err}
+	if err != nil {
+		return err
+	}
+	var errs []error
 	for _, sb := range sbs {
-		errs = append(errs, n.cri.StopPodSandbox(ctx, sb.Id), n.cri.RemovePodSandbox(ctx, sb.Id))
+		errs = append(errs, n.cri.StopPodSandbox(ctx, sb.Id))
+	}
+	// Removed as clearManifests removes them, stray tasks killed: a
+	// sandbox left behind would keep its network (its NAT chain) too.
+	err = poll(ctx, 30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		left, err := n.removeStoppedSandboxes(ctx)
+		if err == nil && left == 0 {
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		_, lastErr := n.removeStoppedSandboxes(ctx)
+		errs = append(errs, err, lastErr)
 	}
 	return errors.Join(errs...)
 }

@@ -66,11 +66,9 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 	} else {
 		err = runOnOneNode(ctx, opts, r)
 	}
-	if err != nil {
-		return r, err
-	}
+	// On a failure too: what was measured before it is reported.
 	r.Targets = EvaluateTargets(r)
-	return r, nil
+	return r, err
 }
 
 // runOnOneNode runs every scenario on one berth.
