@@ -36,23 +36,27 @@ func followUpDelay(step int) time.Duration { return 20 * time.Millisecond << (2 
 // times a second, costing the runtime what the pods need. Events within
 // the gap fold into one relist at its end.
 //
-// While events keep coming within the gap the gap doubles, up to
-// maxEventRelistGap: 50 pods starting at once on 2 cores made a relist
-// every 20 ms for the 6 s of the start-up (about 5 of the 9 ListContainers
-// and ListPodSandbox calls per pod), and the pods' own workers had read
-// each change they made already. An event after a quiet gap (a container
-// that exits, the kill of the reaction benchmark) relists at once and
-// starts the gap afresh.
+// While events keep coming within the gap of the last event that caused a
+// relist, the gap doubles, up to maxEventRelistGap: 50 pods starting at
+// once on 2 cores made a relist every 20 ms for the 6 s of the start-up
+// (about 5 of the 9 ListContainers and ListPodSandbox calls per pod), and
+// the pods' own workers had read each change they made already. An event
+// after a quiet gap (a container that exits, the kill of the reaction
+// benchmark) relists at once, or at least eventRelistGap after the last
+// follow-up, and starts the gap afresh. The follow-ups do not widen it:
+// when they did, a container's exit, start and the next kill, each within
+// 20 ms of a follow-up, grew the gap to its maximum and each restart of
+// the reaction benchmark waited up to 200 ms for its relist.
 const (
 	eventRelistGap    = 20 * time.Millisecond
 	maxEventRelistGap = 200 * time.Millisecond
 )
 
 // nextEventGap is the gap after an event relist: doubled (up to the
-// maximum) when the event came within the gap, so had to wait for it,
-// and the least one after a quiet spell.
-func nextEventGap(gap time.Duration, waited bool) time.Duration {
-	if !waited {
+// maximum) when the event came within the gap of the last one, in a
+// burst, and the least one after a quiet spell.
+func nextEventGap(gap time.Duration, burst bool) time.Duration {
+	if !burst {
 		return eventRelistGap
 	}
 	return min(2*gap, maxEventRelistGap)
@@ -210,7 +214,9 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 			followUp.Stop()
 		}
 	}()
-	var lastEventRelist time.Time // zero until an event causes a relist
+	// Zero until an event causes a relist: lastEventRelist is the last
+	// relist an event or a follow-up caused, lastTriggered an event's.
+	var lastEventRelist, lastTriggered time.Time
 	gap := eventRelistGap
 	for {
 		if current, err := p.relist(ctx); err != nil {
@@ -231,9 +237,12 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 			return
 		case <-ticker.C():
 		case <-p.trigger:
-			wait := gap - p.clk.Since(lastEventRelist)
-			waited := !lastEventRelist.IsZero() && wait > 0
-			if waited {
+			burst := !lastTriggered.IsZero() && p.clk.Since(lastTriggered) < gap
+			wait := eventRelistGap - p.clk.Since(lastEventRelist)
+			if burst {
+				wait = max(wait, gap-p.clk.Since(lastTriggered))
+			}
+			if !lastEventRelist.IsZero() && wait > 0 {
 				select {
 				case <-ctx.Done():
 					return
@@ -245,10 +254,10 @@ func (p *PLEG) Run(ctx context.Context, out chan<- Event) {
 				default:
 				}
 			}
-			gap = nextEventGap(gap, waited)
+			gap = nextEventGap(gap, burst)
 			step = 0
 			arm()
-			lastEventRelist = p.clk.Now()
+			lastEventRelist, lastTriggered = p.clk.Now(), p.clk.Now()
 		case <-followUpC:
 			step++
 			arm()

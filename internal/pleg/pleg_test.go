@@ -318,3 +318,33 @@ func TestBurstWidensTheGap(t *testing.T) {
 	p.Trigger()
 	waitFor(7, 2)
 }
+
+// Events spaced wider than the gap are no burst, though each comes just
+// after a follow-up relist: each waits only what keeps it eventRelistGap
+// after that relist, as a container's exit after the last restart's
+// follow-ups does in the reaction benchmark.
+func TestFollowUpsDoNotWidenTheGap(t *testing.T) {
+	tp := runTimedPLEG(t)
+	tp.waitFor(1, 1)
+	tp.p.Trigger()
+	tp.waitFor(2, 2) // at once; the ticker and the follow-up
+	relists := 2
+	for cycle := range 3 {
+		tp.clk.Step(followUpDelay(0)) // the follow-up relists
+		relists++
+		tp.waitFor(relists, 2)
+		tp.clk.Step(eventRelistGap / 2)
+		tp.p.Trigger() // 30 ms after the last event, 10 after the follow-up
+		tp.waitFor(relists, 3)
+		tp.clk.Step(eventRelistGap / 2)
+		relists++
+		deadline := time.Now().Add(10 * time.Second)
+		for tp.calls() != relists {
+			if time.Now().After(deadline) {
+				t.Fatalf("cycle %d: the event waited more than %v after the follow-up", cycle, eventRelistGap)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		tp.waitFor(relists, 2)
+	}
+}
