@@ -286,37 +286,70 @@ func TestNextEventGap(t *testing.T) {
 	}
 }
 
-// Events that keep coming within the gap widen it: the second trigger of a
-// burst waits twice as long as the first did.
+// Events in a burst widen the gap: after burstEvents events at once, a
+// further one waits twice the least gap; once the burst is over, an event
+// relists at once again.
 func TestBurstWidensTheGap(t *testing.T) {
-	tp := runTimedPLEG(t)
-	p, clk, calls, waitFor := tp.p, tp.clk, tp.calls, tp.waitFor
-	waitFor(1, 1) // the first relist; the ticker
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	l := &fakeLister{sbs: []*runtimeapi.PodSandbox{sandbox("s1", "a", true)}}
+	p := New(l, time.Hour, clk, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for range burstEvents {
+		p.Trigger() // before Run: all counted, one pending
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx, make(chan Event, 10)); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	tp := &timedPLEG{t: t, p: p, l: l, clk: clk}
+	tp.waitFor(2, 2) // the first relist, then the pending event's at once; the ticker and a follow-up
 	p.Trigger()
-	waitFor(2, 2) // at once; the ticker and the follow-up
-	p.Trigger()
-	waitFor(2, 3) // within the gap: waits eventRelistGap
+	tp.waitFor(2, 3) // in the burst: waits twice the least gap
 	clk.Step(eventRelistGap)
-	waitFor(3, 2) // relisted; the gap is now twice as wide
-	p.Trigger()
-	waitFor(3, 3)
-	clk.Step(eventRelistGap)
-	// The follow-up timer fired, but the trigger's wait is not over.
 	time.Sleep(20 * time.Millisecond)
-	if n := calls(); n != 3 {
+	if n := tp.calls(); n != 2 { // the follow-up is due, the event still waits
 		t.Fatalf("%d relists %v into a gap of %v", n, eventRelistGap, 2*eventRelistGap)
 	}
 	clk.Step(eventRelistGap)
-	waitFor(4, 2)
-	// Two follow-ups (20 and 80 ms after), then a quiet spell as long as
-	// the widest gap: the next event relists at once.
+	tp.waitFor(3, 2)
+	// Two follow-ups, then quiet for longer than the burst window: the
+	// next event relists at once.
 	clk.Step(maxEventRelistGap)
-	waitFor(5, 2)
+	tp.waitFor(4, 2)
 	clk.Step(maxEventRelistGap)
-	waitFor(6, 2)
-	clk.Step(maxEventRelistGap)
+	tp.waitFor(5, 2)
+	clk.Step(burstWindow)
 	p.Trigger()
-	waitFor(7, 2)
+	tp.waitFor(6, 2)
+}
+
+func TestRecentEventsBurst(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	var r recentEvents
+	for i := range burstEvents - 1 {
+		r.add(t0.Add(time.Duration(i) * time.Millisecond))
+	}
+	if r.burst(t0.Add(10 * time.Millisecond)) {
+		t.Error("fewer than burstEvents events make a burst")
+	}
+	r.add(t0.Add(10 * time.Millisecond))
+	if !r.burst(t0.Add(10 * time.Millisecond)) {
+		t.Error("burstEvents events within the window make no burst")
+	}
+	if r.burst(t0.Add(burstWindow)) {
+		t.Error("the burst outlived its window")
+	}
+	// A restart's four events, every 150 ms: no burst however long.
+	var slow recentEvents
+	at := t0
+	for range 10 {
+		for range 4 {
+			slow.add(at)
+		}
+		if slow.burst(at) {
+			t.Fatal("restarts one at a time make a burst")
+		}
+		at = at.Add(150 * time.Millisecond)
+	}
 }
 
 // Events spaced wider than the gap are no burst, though each comes just
