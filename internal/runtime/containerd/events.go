@@ -91,8 +91,7 @@ func watchTasks(ctx context.Context, sub events.Subscriber, clk clock.Clock, log
 func followStream(ctx context.Context, sub events.Subscriber, log *slog.Logger, onEvent func(TaskEvent)) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the subscription's goroutine in the client
-	// Filtered on the server: only the CRI namespace's task events.
-	ch, errs := sub.Subscribe(ctx, `topic~="^/tasks/"`, `namespace==`+strconv.Quote(criNamespace))
+	ch, errs := sub.Subscribe(ctx, taskFilters()...)
 	delivered := false
 	for {
 		select {
@@ -118,6 +117,27 @@ func followStream(ctx context.Context, sub events.Subscriber, log *slog.Logger, 
 			return delivered, err
 		}
 	}
+}
+
+// followedTopics are the task events berth acts on. Not the exec
+// events: each exec probe makes an exec-added and an exec-started (and an
+// exit, told apart only by its IDs, so left out here), at 100 exec probes
+// a second a stream containerd would send for nothing.
+var followedTopics = []string{TopicTaskCreate, TopicTaskStart, TopicTaskOOM, TopicTaskExit, TopicTaskDelete}
+
+// taskFilters select followedTopics in the CRI namespace, on the server.
+// containerd joins the filters of one subscription with OR and the terms
+// of one filter with AND: one filter per topic, each with the namespace.
+// (A filter for the topics and another for the namespace subscribed to
+// every event of the namespace, images and snapshots too, and to every
+// namespace's task events.)
+func taskFilters() []string {
+	ns := `namespace==` + strconv.Quote(criNamespace)
+	out := make([]string, 0, len(followedTopics))
+	for _, t := range followedTopics {
+		out = append(out, `topic==`+strconv.Quote(t)+`,`+ns)
+	}
+	return out
 }
 
 // toTaskEvent turns an envelope into a TaskEvent; ok is false for events

@@ -3,6 +3,7 @@ package containerd
 import (
 	"context"
 	"errors"
+	"github.com/containerd/containerd/v2/pkg/filters"
 	"io"
 	"log/slog"
 	"slices"
@@ -121,8 +122,8 @@ func TestWatchTasksResubscribesWithBackoff(t *testing.T) {
 	}
 
 	s1 := next()
-	if !slices.Contains(s1.filters, `namespace=="k8s.io"`) || !slices.Contains(s1.filters, `topic~="^/tasks/"`) {
-		t.Errorf("filters = %q", s1.filters)
+	if !slices.Equal(s1.filters, taskFilters()) {
+		t.Errorf("filters = %q, want %q", s1.filters, taskFilters())
 	}
 	s1.ch <- envelope(t, TopicTaskExit, &apievents.TaskExit{ContainerID: "c1", ID: "exec", ExitStatus: 1}, clk.Now())
 	s1.ch <- envelope(t, TopicTaskExit, &apievents.TaskExit{ContainerID: "c1", ID: "c1", ExitStatus: 3}, clk.Now())
@@ -158,5 +159,34 @@ func TestWatchTasksResubscribesWithBackoff(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("watchTasks does not return after cancel")
+	}
+}
+
+// The subscription's filters, as containerd evaluates them, pass the CRI
+// namespace's task events berth acts on and nothing else.
+func TestTaskFilters(t *testing.T) {
+	f, err := filters.ParseAll(taskFilters()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		topic, namespace string
+		want             bool
+	}{
+		{TopicTaskExit, criNamespace, true},
+		{TopicTaskStart, criNamespace, true},
+		{TopicTaskCreate, criNamespace, true},
+		{TopicTaskOOM, criNamespace, true},
+		{TopicTaskDelete, criNamespace, true},
+		{"/tasks/exec-added", criNamespace, false},
+		{"/tasks/exec-started", criNamespace, false},
+		{"/images/create", criNamespace, false},
+		{"/snapshot/prepare", criNamespace, false},
+		{TopicTaskExit, "moby", false},
+	} {
+		env := &events.Envelope{Topic: tc.topic, Namespace: tc.namespace}
+		if got := f.Match(env); got != tc.want {
+			t.Errorf("%s in %s: matched %v, want %v", tc.topic, tc.namespace, got, tc.want)
+		}
 	}
 }
