@@ -37,10 +37,11 @@ func followUpDelay(step int) time.Duration { return 20 * time.Millisecond << (2 
 // the gap fold into one relist at its end.
 //
 // While events keep coming in a burst (burstEvents within burstWindow), the
-// gap from the last event's relist doubles, up to maxEventRelistGap: 50 pods starting at
-// once on 2 cores made a relist every 20 ms for the 6 s of the start-up
-// (about 5 of the 9 ListContainers and ListPodSandbox calls per pod), and
-// the pods' own workers had read each change they made already. An event
+// gap from the last event's relist doubles, up to maxEventRelistGap: 50
+// pods starting at once on 2 cores made a relist every 20 ms for the 6 s of
+// the start-up (about 5 of the 9 ListContainers and ListPodSandbox calls
+// per pod; 7 with the burst rule), and the pods' own workers had read each
+// change they made already. An event
 // after a quiet gap (a container that exits, the kill of the reaction
 // benchmark) relists at once, or at least eventRelistGap after the last
 // follow-up, and starts the gap afresh. A container's restart is no burst:
@@ -74,8 +75,7 @@ func (r *recentEvents) burst(now time.Time) bool {
 }
 
 // nextEventGap is the gap after an event relist: doubled (up to the
-// maximum) when the event came within the gap of the last one, in a
-// burst, and the least one after a quiet spell.
+// maximum) in a burst, the least one otherwise.
 func nextEventGap(gap time.Duration, burst bool) time.Duration {
 	if !burst {
 		return eventRelistGap
