@@ -212,14 +212,19 @@ func (c *Collector) read(ctx context.Context) (map[string]*Held, error) {
 				held[id] = &Held{ID: id}
 			}
 		}
-		// The loopback's entry names no IPAM dir: it goes with an ID
-		// that is this node's by its other state.
-		for id, h := range held {
-			h.Cache = c.o.Results.Files(id)
-			h.NetNS = c.o.Results.NetNS(id)
-		}
 	}
 	return held, nil
+}
+
+// locate adds h's cached results and network namespaces, which only a
+// removal needs: looking them up globs the cache dir, and a pass over a
+// node of many pods collects few or none. The loopback's entry names no
+// IPAM dir: it goes with an ID that is this node's by its other state.
+func (c *Collector) locate(h *Held) {
+	if c.o.Results != nil {
+		h.Cache = c.o.Results.Files(h.ID)
+		h.NetNS = c.o.Results.NetNS(h.ID)
+	}
 }
 
 // pass reads the CNI state, then the runtime's sandboxes, and removes what
@@ -248,6 +253,7 @@ func (c *Collector) pass(ctx context.Context, quietAll bool, quiet map[string]bo
 	collect, next := Decide(Pass{Held: ids, Known: known, Quiet: quiet, Now: now}, c.suspects, c.o.Grace)
 	c.suspects = next
 	for _, id := range collect {
+		c.locate(held[id])
 		if err := c.remove(ctx, held[id]); err != nil {
 			// Tried again at the next pass.
 			c.suspects[id] = now.Add(-c.o.Grace)
