@@ -91,6 +91,9 @@ type configParams struct {
 	ConfigVersion int
 	// RuncBinary is the runc the shim runs; "" for the one in PATH.
 	RuncBinary string
+	// MetricsAddress is where containerd serves its metrics; "" for
+	// nowhere.
+	MetricsAddress string
 }
 
 // renderConfig returns the config.toml of a managed containerd, in the
@@ -150,12 +153,28 @@ func renderCommon(line lineFunc, p configParams) {
 		line("[ttrpc]")
 		line("  address = %s", tomlString(l.TTRPCSocket))
 	}
+	renderMetrics(line, p)
 	line("")
 	line("[timeouts]")
 	line(`  "io.containerd.timeout.bolt.open" = %s`, tomlString(boltOpenTimeout))
 	line("")
 	line(`[plugins."io.containerd.internal.v1.opt"]`)
 	line("  path = %s", tomlString(l.OptDir))
+}
+
+// renderMetrics writes the metrics listener, if one is asked for; like
+// the others, version 4 moved it into a server plugin.
+func renderMetrics(line lineFunc, p configParams) {
+	if p.MetricsAddress == "" {
+		return
+	}
+	line("")
+	if p.ConfigVersion >= 4 {
+		line(`[plugins."io.containerd.server.v1.metrics"]`)
+	} else {
+		line("[metrics]")
+	}
+	line("  address = %s", tomlString(p.MetricsAddress))
 }
 
 // renderRuncOptions writes the runc runtime's options table under prefix.

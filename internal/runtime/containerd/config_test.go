@@ -195,3 +195,42 @@ func TestSnapshotterFromCRIInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderConfigMetrics checks the metrics listener: absent unless asked
+// for, in [metrics] up to version 3 and in its server plugin from version
+// 4, and read by containerd 1 as its metrics address.
+func TestRenderConfigMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		version int
+		want    string
+	}{
+		{2, "\n[metrics]\n  address = \"127.0.0.1:1338\"\n"},
+		{3, "\n[metrics]\n  address = \"127.0.0.1:1338\"\n"},
+		{4, "\n[plugins.\"io.containerd.server.v1.metrics\"]\n  address = \"127.0.0.1:1338\"\n"},
+	} {
+		p := testParams("/r", hostFacts{Snapshotter: SnapshotterOverlay})
+		p.ConfigVersion = tc.version
+		if got := renderConfig(p); strings.Contains(got, "metrics") {
+			t.Errorf("version %d without a metrics address has a metrics table:\n%s", tc.version, got)
+		}
+		p.MetricsAddress = "127.0.0.1:1338"
+		if got := renderConfig(p); !strings.Contains(got, tc.want) {
+			t.Errorf("version %d: config lacks %q:\n%s", tc.version, tc.want, got)
+		}
+	}
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	p := testParams(filepath.Join(dir, "root"), hostFacts{Snapshotter: SnapshotterNative})
+	p.MetricsAddress = "127.0.0.1:1338"
+	if err := os.WriteFile(path, []byte(renderConfig(p)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("containerd", "--config", path, "config", "dump").CombinedOutput()
+	if err != nil {
+		t.Fatalf("containerd config dump: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "[metrics]\n  address = \"127.0.0.1:1338\"") {
+		t.Errorf("containerd's view of the config has not the metrics address:\n%s", out)
+	}
+}

@@ -74,7 +74,11 @@ type Options struct {
 	// StartTimeout bounds the wait for containerd to answer and its CRI
 	// to be ready (RuntimeReady and NetworkReady); default 2m.
 	StartTimeout time.Duration
-	Log          *slog.Logger
+	// MetricsAddress, "host:port", has containerd serve its Prometheus
+	// metrics there (/v1/metrics): among them the gRPC calls it served, by
+	// method (grpc_server_handled_total). "" serves none, as by default.
+	MetricsAddress string
+	Log            *slog.Logger
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -310,7 +314,7 @@ func launch(ctx context.Context, o Options, l layout) (*Managed, error) {
 	}
 	config := renderConfig(configParams{
 		Layout: l, SandboxImage: o.SandboxImage, CNIBinDir: o.CNIBinDir, CNIConfDir: o.CNIConfDir, Facts: facts,
-		ConfigVersion: bin.ConfigVersion, RuncBinary: bin.Runc,
+		ConfigVersion: bin.ConfigVersion, RuncBinary: bin.Runc, MetricsAddress: o.MetricsAddress,
 	})
 	if err := atomicfile.Write(l.Config, []byte(config), 0o644); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
