@@ -65,16 +65,19 @@ func TestParseStat(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	status := "Name:\tberth\nVmPeak:\t  900 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n"
-	rss, hwm, err := parseStatus([]byte(status))
+	status := "Name:\tberth\nVmPeak:\t  900 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nRssAnon:\t    8192 kB\nRssFile:\t   32768 kB\nThreads:\t9\n"
+	m, err := parseStatus([]byte(status))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rss != 40<<20 || hwm != 50<<20 {
-		t.Errorf("parseStatus = %d, %d; want %d, %d", rss, hwm, 40<<20, 50<<20)
+	if want := (memStatus{rssBytes: 40 << 20, hwmBytes: 50 << 20, anonBytes: 8 << 20}); m != want {
+		t.Errorf("parseStatus = %+v, want %+v", m, want)
 	}
-	if _, _, err := parseStatus([]byte("Name:\tzombie\n")); err == nil {
+	if _, err := parseStatus([]byte("Name:\tzombie\n")); err == nil {
 		t.Error("parseStatus took a status without VmRSS (a zombie's)")
+	}
+	if _, err := parseStatus([]byte("VmHWM:\t1 kB\nVmRSS:\tmany kB\n")); err == nil {
+		t.Error("parseStatus took a VmRSS that is not a number")
 	}
 }
 

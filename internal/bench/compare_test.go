@@ -91,13 +91,13 @@ func TestCompareFiguresEmpty(t *testing.T) {
 
 func TestFiguresOfBerthOnly(t *testing.T) {
 	kubelet := &Report{
-		Startup: []StartupResult{{Network: "host", Pods: 3}},
-		Steady:  []SteadyResult{{Pods: 3}},
+		Startup: []StartupResult{{Network: "host", Pods: 3, CRICallsPerPod: []CRICalls{{"RunPodSandbox", 1}}}},
+		Steady:  []SteadyResult{{Pods: 3, Berth: Usage{Cores: 0.03}, ProbesPerSecond: 6, CRICallsPerSecond: []CRICalls{{"ExecSync", 3}, {"ListContainers", 1}}}},
 		Density: []DensityResult{{Pods: 5, Network: "bridge"}},
 	}
 	berth := &Report{
-		Startup: []StartupResult{{Network: "host", Pods: 3, StartupBerth: &StartupBerth{CRICallsPerPod: []CRICalls{{"RunPodSandbox", 1}, {"ListContainers", 2.5}}}}},
-		Steady:  []SteadyResult{{Pods: 3, SteadyBerth: &SteadyBerth{ProbesPerSecond: 6}}},
+		Startup: []StartupResult{{Network: "host", Pods: 3, CRICallsPerPod: []CRICalls{{"RunPodSandbox", 1}, {"ListContainers", 2.5}}}},
+		Steady:  []SteadyResult{{Pods: 3, ProbesPerSecond: 6, CRICallsPerSecond: []CRICalls{{"ExecSync", 3}, {"ListContainers", 1}}}},
 		Density: []DensityResult{{Pods: 5, Network: "bridge", DensityBerth: &DensityBerth{RelistMeanMs: 3, PodSyncMeanMs: 4}}},
 	}
 	names := func(fs []figure) map[string]float64 {
@@ -109,10 +109,8 @@ func TestFiguresOfBerthOnly(t *testing.T) {
 	}
 	k, b := names(figuresOf(kubelet)), names(figuresOf(berth))
 	berthOnly := map[string]float64{
-		"start-up, 3 pods, host: CRI calls per pod (berth's metrics)": 3.5,
-		"steady state, 3 pods: probes (berth's metrics)":              6,
-		"density, 5 pods, bridge: relist mean (berth's metrics)":      3,
-		"density, 5 pods, bridge: pod sync mean (berth's metrics)":    4,
+		"density, 5 pods, bridge: relist mean (berth's metrics)":   3,
+		"density, 5 pods, bridge: pod sync mean (berth's metrics)": 4,
 	}
 	for name, want := range berthOnly {
 		if v, ok := k[name]; ok {
@@ -130,6 +128,22 @@ func TestFiguresOfBerthOnly(t *testing.T) {
 			t.Errorf("the kubelet's run lacks %q", common)
 		}
 	}
+	// The kubelet serves the same series as berth: its CRI calls and
+	// probes are figures of both.
+	for name, want := range map[string]float64{
+		"start-up, 3 pods, host: CRI calls per pod (agent's metrics)": 1,
+		"steady state, 3 pods: probes (agent's metrics)":              6,
+		"steady state, 3 pods: agent CPU per probe":                   5,
+		"steady state, 3 pods: CRI calls (agent's metrics)":           4,
+		"steady state, 3 pods: CRI calls: ExecSync":                   3,
+	} {
+		if v, ok := k[name]; !ok || v != want {
+			t.Errorf("the kubelet's run: %q = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	if v := b["start-up, 3 pods, host: CRI calls per pod (agent's metrics)"]; v != 3.5 {
+		t.Errorf("berth's CRI calls per pod = %v, want 3.5", v)
+	}
 }
 
 func TestBerthOnlyFieldsAbsentFromJSON(t *testing.T) {
@@ -138,8 +152,7 @@ func TestBerthOnlyFieldsAbsentFromJSON(t *testing.T) {
 		v      any
 		fields []string
 	}{
-		{"start-up", StartupResult{}, []string{"cri_calls_per_pod", "phases_mean_ms"}},
-		{"steady", SteadyResult{}, []string{"probes_per_second", "failed_probes_per_second"}},
+		{"start-up", StartupResult{}, []string{"phases_mean_ms"}},
 		{"density", DensityResult{}, []string{"relist_mean_ms", "relist_p99_ms", "pod_sync_mean_ms", "pod_sync_p99_ms"}},
 	} {
 		data, err := json.Marshal(tc.v)

@@ -11,6 +11,7 @@ func figuresOf(r *Report) []figure {
 		out = append(out,
 			figure{"idle", "agent CPU", "cores", i.Berth.Cores},
 			figure{"idle", "agent peak RSS", "MiB", i.Berth.PeakRSS},
+			figure{"idle", "agent peak anonymous RSS", "MiB", i.Berth.PeakAnonRSS},
 			figure{"idle", "containerd CPU", "cores", i.Containerd.Cores},
 		)
 	}
@@ -52,13 +53,7 @@ func startupFigures(s StartupResult) []figure {
 	if s.Floor.N > 0 { // beside berth only
 		out = append(out, figure{sc, "CRI floor p50", "ms", s.Floor.P50}, figure{sc, "Running p50 / floor p50", "x", s.Overhead.P50})
 	}
-	if s.StartupBerth != nil {
-		calls := 0.0
-		for _, c := range s.CRICallsPerPod {
-			calls += c.Calls
-		}
-		out = append(out, figure{sc, "CRI calls per pod (berth's metrics)", "calls", round3(calls)})
-	}
+	out = append(out, figure{sc, "CRI calls per pod (agent's metrics)", "calls", sumCalls(s.CRICallsPerPod)})
 	return out
 }
 
@@ -67,6 +62,7 @@ func steadyFigures(s SteadyResult) []figure {
 	out := []figure{
 		{sc, "agent CPU", "cores", s.Berth.Cores},
 		{sc, "agent peak RSS", "MiB", s.Berth.PeakRSS},
+		{sc, "agent peak anonymous RSS", "MiB", s.Berth.PeakAnonRSS},
 		{sc, "containerd CPU", "cores", s.Containerd.Cores},
 		{sc, "containerd peak RSS", "MiB", s.Containerd.PeakRSS},
 		{sc, "shims CPU", "cores", s.Shims.Cores},
@@ -74,8 +70,22 @@ func steadyFigures(s SteadyResult) []figure {
 		{sc, "restarts in the window", "restarts", float64(s.Restarts)},
 		{sc, "Ready at the end", "pods", float64(s.ReadyAtEnd)},
 	}
-	if s.SteadyBerth != nil {
-		out = append(out, figure{sc, "probes (berth's metrics)", "1/s", s.ProbesPerSecond})
+	out = append(out, figure{sc, "probes (agent's metrics)", "1/s", s.ProbesPerSecond})
+	if s.ProbesPerSecond > 0 {
+		// Where the runtime cannot run every probe asked for (exec probes
+		// on a small machine), the agents run different numbers of them:
+		// this is what each costs per probe it ran.
+		out = append(out, figure{sc, "agent CPU per probe", "ms", round3(s.Berth.Cores / s.ProbesPerSecond * 1000)})
+	}
+	out = append(out, figure{sc, "CRI calls (agent's metrics)", "1/s", sumCalls(s.CRICallsPerSecond)})
+	for _, c := range s.CRICallsPerSecond {
+		out = append(out, figure{sc, "CRI calls: " + c.Operation, "1/s", c.Calls})
+	}
+	if len(s.ServedCRICallsPerSecond) > 0 {
+		out = append(out, figure{sc, "CRI calls (containerd's metrics)", "1/s", sumCalls(s.ServedCRICallsPerSecond)})
+		for _, c := range s.ServedCRICallsPerSecond {
+			out = append(out, figure{sc, "CRI served: " + c.Operation, "1/s", c.Calls})
+		}
 	}
 	return out
 }
@@ -89,6 +99,7 @@ func densityFigures(d DensityResult) []figure {
 		{sc, "restart visible in /pods max", "ms", d.StatusFreshness.Max},
 		{sc, "agent CPU", "cores", d.Berth.Cores},
 		{sc, "agent peak RSS", "MiB", d.Berth.PeakRSS},
+		{sc, "agent peak anonymous RSS", "MiB", d.Berth.PeakAnonRSS},
 		{sc, "containerd CPU", "cores", d.Containerd.Cores},
 	}
 	if d.DensityBerth != nil {
@@ -98,4 +109,12 @@ func densityFigures(d DensityResult) []figure {
 		)
 	}
 	return out
+}
+
+func sumCalls(calls []CRICalls) float64 {
+	total := 0.0
+	for _, c := range calls {
+		total += c.Calls
+	}
+	return round3(total)
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/berth-dev/berth/internal/cnigc"
 	"github.com/berth-dev/berth/internal/imagebuild"
@@ -28,6 +31,9 @@ type harnessRuntime struct {
 	binary  string // containerd; "" is containerd from PATH
 	binDir  string // holds berth-pause
 	busybox string
+	// metricsAddress is where the containerd serves its metrics, so that
+	// the harness counts the CRI calls it served; "" for nowhere.
+	metricsAddress string
 }
 
 // start starts the containerd and imports the images; its log goes to
@@ -48,8 +54,8 @@ func (h harnessRuntime) start(ctx context.Context) (*containerd.Managed, error) 
 	defer logFile.Close()
 	ctrd, err := containerd.Start(ctx, containerd.Options{
 		RootDir: h.root, Binary: h.binary, CNIConfDir: confDir,
-		SandboxImage: noderuntime.SandboxImage,
-		Log:          slog.New(slog.NewTextHandler(logFile, nil)),
+		SandboxImage: noderuntime.SandboxImage, MetricsAddress: h.metricsAddress,
+		Log: slog.New(slog.NewTextHandler(logFile, nil)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the harness's containerd: %w", err)
@@ -85,4 +91,26 @@ func (h harnessRuntime) removeNetwork() error {
 	rc := cnigc.ResultCache{Dir: cnigc.DefaultResultsDir, Network: h.network, IPAMDir: filepath.Join(h.root, "cni", "ipam")}
 	_, err := rc.RemoveOwned()
 	return err
+}
+
+// localAddress is a free port on the loopback, as host:port.
+func localAddress() (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
+}
+
+// scrapeRuntime reads a harness containerd's metrics at address; nil
+// without one (berth's managed containerd serves none).
+func scrapeRuntime(ctx context.Context, c *http.Client, address string) (map[string]*dto.MetricFamily, error) {
+	if address == "" {
+		return nil, nil
+	}
+	body, err := getBody(ctx, c, "http://"+address+"/v1/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("containerd's metrics: %w", err)
+	}
+	return parseMetrics(body)
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -51,19 +52,21 @@ type KubeletOptions struct {
 // One at a time on a host: the kubelet's device plugin socket has a fixed
 // path.
 type kubeletNode struct {
-	opts       KubeletOptions
-	root       string // the harness's dir: containerd, CNI, the kubelet's root dir and log
-	manifests  string
-	port       int // read-only port
-	bridge     string
-	cidr       string
-	cgroupRoot string
-	ctrd       *containerd.Managed
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	logFile    *os.File
-	cri        *runtime.Service
-	http       *http.Client
+	opts      KubeletOptions
+	root      string // the harness's dir: containerd, CNI, the kubelet's root dir and log
+	manifests string
+	port      int // read-only port
+	// runtimeMetrics is where its containerd serves metrics (host:port).
+	runtimeMetrics string
+	bridge         string
+	cidr           string
+	cgroupRoot     string
+	ctrd           *containerd.Managed
+	cmd            *exec.Cmd
+	exited         chan struct{}
+	logFile        *os.File
+	cri            *runtime.Service
+	http           *http.Client
 	// What the host had before the kubelet started, for close to undo
 	// only what the kubelet added or changed.
 	chainsBefore  map[chainKey]bool
@@ -149,6 +152,9 @@ func (n *kubeletNode) start(ctx context.Context) error {
 // for a kubelet, with berth's bridge conflist and the images imported.
 func (n *kubeletNode) startContainerd(ctx context.Context) error {
 	var err error
+	if n.runtimeMetrics, err = localAddress(); err != nil {
+		return err
+	}
 	n.ctrd, err = n.runtime().start(ctx)
 	return err
 }
@@ -158,6 +164,7 @@ func (n *kubeletNode) runtime() harnessRuntime {
 	return harnessRuntime{
 		root: n.root, network: kubeletCNINetwork, bridge: n.bridge, cidr: n.cidr,
 		binary: n.opts.Containerd, binDir: n.opts.BinDir, busybox: n.opts.Busybox,
+		metricsAddress: n.runtimeMetrics,
 	}
 }
 
@@ -265,6 +272,18 @@ func (n *kubeletNode) pods(ctx context.Context) ([]v1.Pod, error) {
 		return nil, fmt.Errorf("decode the kubelet's /pods: %w", err)
 	}
 	return list.Items, nil
+}
+
+func (n *kubeletNode) scrape(ctx context.Context, path string) (map[string]*dto.MetricFamily, error) {
+	body, err := getBody(ctx, n.http, fmt.Sprintf("http://127.0.0.1:%d%s", n.port, path))
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(body)
+}
+
+func (n *kubeletNode) scrapeRuntime(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	return scrapeRuntime(ctx, n.http, n.runtimeMetrics)
 }
 
 func (n *kubeletNode) writeManifest(name, content string) error {

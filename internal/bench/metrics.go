@@ -89,3 +89,13 @@ func counterSum(families map[string]*dto.MetricFamily, name string, match map[st
 	}
 	return sum
 }
+
+// labelValue is m's value of label name, "" without it.
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -82,8 +82,10 @@ type node struct {
 	cri        *runtime.Service
 	http       *http.Client
 	admin      *http.Client
-	// ext is the external containerd, when opts.ExternalRuntime.
-	ext *containerd.Managed
+	// ext is the external containerd, when opts.ExternalRuntime, and
+	// runtimeMetrics where it serves its metrics (host:port).
+	ext            *containerd.Managed
+	runtimeMetrics string
 }
 
 // startNode starts berth and waits until its API answers and its
@@ -153,6 +155,9 @@ func (n *node) start(ctx context.Context) error {
 	)
 	endpoint := "unix://" + filepath.Join(n.root, "containerd", "containerd.sock")
 	if n.opts.ExternalRuntime {
+		if n.runtimeMetrics, err = localAddress(); err != nil {
+			return err
+		}
 		if n.ext, err = n.externalRuntime().start(ctx); err != nil {
 			return err
 		}
@@ -206,8 +211,12 @@ func (n *node) agent() string {
 func (n *node) externalRuntime() harnessRuntime {
 	return harnessRuntime{
 		root: filepath.Join(n.root, "external"), network: externalCNINetwork, bridge: n.bridge, cidr: n.cidr,
-		binDir: n.opts.BinDir, busybox: n.opts.Busybox,
+		binDir: n.opts.BinDir, busybox: n.opts.Busybox, metricsAddress: n.runtimeMetrics,
 	}
+}
+
+func (n *node) scrapeRuntime(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	return scrapeRuntime(ctx, n.http, n.runtimeMetrics)
 }
 
 func (n *node) podName(manifest string) string { return staticPodName(manifest) }
@@ -275,12 +284,21 @@ func (n *node) pods(ctx context.Context) ([]v1.Pod, error) {
 	return list.Items, nil
 }
 
-// metrics is berth's /metrics, parsed by Prometheus' own parser.
+// metrics is berth's /metrics.
 func (n *node) metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	body, err := n.get(ctx, "/metrics")
+	return n.scrape(ctx, "/metrics")
+}
+
+func (n *node) scrape(ctx context.Context, path string) (map[string]*dto.MetricFamily, error) {
+	body, err := n.get(ctx, path)
 	if err != nil {
 		return nil, err
 	}
+	return parseMetrics(body)
+}
+
+// parseMetrics parses a scrape with Prometheus' own parser.
+func parseMetrics(body []byte) (map[string]*dto.MetricFamily, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(bytes.NewReader(body))
 }

@@ -16,9 +16,19 @@ const userHZ = 100
 
 // procSample is one reading of a process from /proc.
 type procSample struct {
-	cpu      time.Duration // user + system, of the process and its reaped children
+	cpu time.Duration // user + system, of the process and its reaped children
+	memStatus
+}
+
+// memStatus is a process's memory from /proc/<pid>/status, in bytes.
+type memStatus struct {
 	rssBytes uint64
 	hwmBytes uint64 // peak RSS since start or the last resetPeak
+	// anonBytes is the anonymous part of the RSS (RssAnon): what the
+	// process allocated. The rest is mostly its executable's pages, which
+	// the page cache shares and can reclaim: a Go binary of 100 MB maps
+	// some 45 MB of itself.
+	anonBytes uint64
 }
 
 // parseStat reads user, system and reaped children's time from the
@@ -46,29 +56,29 @@ func parseStat(data []byte) (self, children time.Duration, err error) {
 	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick, nil
 }
 
-// parseStatus reads VmRSS and VmHWM, in bytes, from /proc/<pid>/status.
-func parseStatus(data []byte) (rss, hwm uint64, err error) {
-	found := 0
+// parseStatus reads VmRSS, VmHWM and RssAnon from /proc/<pid>/status;
+// the first two must be there (a zombie has neither).
+func parseStatus(data []byte) (memStatus, error) {
+	var m memStatus
+	fields := map[string]*uint64{"VmRSS": &m.rssBytes, "VmHWM": &m.hwmBytes, "RssAnon": &m.anonBytes}
+	found := map[string]bool{}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		key, value, ok := strings.Cut(line, ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		dst, wanted := fields[key]
+		if !ok || !wanted {
 			continue
 		}
 		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", key, err)
+			return m, fmt.Errorf("%s: %w", key, err)
 		}
-		if key == "VmRSS" {
-			rss = kb << 10
-		} else {
-			hwm = kb << 10
-		}
-		found++
+		*dst = kb << 10
+		found[key] = true
 	}
-	if found != 2 {
-		return 0, 0, fmt.Errorf("VmRSS or VmHWM missing")
+	if !found["VmRSS"] || !found["VmHWM"] {
+		return m, fmt.Errorf("VmRSS or VmHWM missing")
 	}
-	return rss, hwm, nil
+	return m, nil
 }
 
 // readProc samples pid. withChildren adds the CPU of its reaped children:
@@ -87,11 +97,11 @@ func readProc(pid int, withChildren bool) (procSample, error) {
 	if err != nil {
 		return procSample{}, err
 	}
-	rss, hwm, err := parseStatus(status)
+	mem, err := parseStatus(status)
 	if err != nil {
 		return procSample{}, fmt.Errorf("%s/status: %w", dir, err)
 	}
-	s := procSample{cpu: self, rssBytes: rss, hwmBytes: hwm}
+	s := procSample{cpu: self, memStatus: mem}
 	if withChildren {
 		s.cpu += children
 	}

@@ -244,9 +244,9 @@ func WriteTable(w io.Writer, r *Report) error {
 	m := r.Machine
 	p("machine\t%s, %d CPUs, %.1f GiB, kernel %s, cgroup v%d, %s, %s, berth %s\n\n", m.CPUModel, m.CPUs, m.MemoryGiB, m.Kernel, m.CgroupVersion, m.Runtime, m.Go, m.Berth)
 	for _, i := range r.Idle {
-		p("IDLE (no pods, %.0f s)\tcores\tpeak MiB\tfinal MiB\n", i.WindowSeconds)
-		p("berth\t%.4f\t%.1f\t%.1f\n", i.Berth.Cores, i.Berth.PeakRSS, i.Berth.FinalRSS)
-		p("containerd (+children)\t%.4f\t%.1f\t%.1f\n\n", i.Containerd.Cores, i.Containerd.PeakRSS, i.Containerd.FinalRSS)
+		p("IDLE (no pods, %.0f s)\tcores\tpeak MiB\tfinal MiB\tpeak anon MiB\n", i.WindowSeconds)
+		p("berth\t%.4f\t%.1f\t%.1f\t%.1f\n", i.Berth.Cores, i.Berth.PeakRSS, i.Berth.FinalRSS, i.Berth.PeakAnonRSS)
+		p("containerd (+children)\t%.4f\t%.1f\t%.1f\t%.1f\n\n", i.Containerd.Cores, i.Containerd.PeakRSS, i.Containerd.FinalRSS, i.Containerd.PeakAnonRSS)
 	}
 	if len(r.Startup) > 0 {
 		p("START-UP (ms from the drop)\tpods\tp50\tp90\tp99\tmax\n")
@@ -256,7 +256,7 @@ func WriteTable(w io.Writer, r *Report) error {
 			p("%s: berth / floor\t\t%.2f\t%.2f\t%.2f\t%.2f\n", s.Network, s.Overhead.P50, s.Overhead.P90, s.Overhead.P99, s.Overhead.Max)
 			p("%s: berth Ready\t%d\t%.0f\t%.0f\t%.0f\t%.0f\n", s.Network, s.Pods, s.Ready.P50, s.Ready.P90, s.Ready.P99, s.Ready.Max)
 			p("%s: CPU seconds\tberth %.2f, runtime for berth %.2f, runtime for the floor %.2f\n", s.Network, s.CPU.Berth, s.CPU.RuntimeBerth, s.CPU.RuntimeFloor)
-			writeStartupBerth(p, s)
+			writeStartupMetrics(p, s)
 		}
 		p("\n")
 	}
@@ -271,18 +271,19 @@ func WriteTable(w io.Writer, r *Report) error {
 		p("\n")
 	}
 	if len(r.Steady) > 0 {
-		p("STEADY STATE\tpods\tprobes/s\tcores\tpeak MiB\tfinal MiB\tprocesses\n")
+		p("STEADY STATE\tpods\tprobes/s\tcores\tpeak MiB\tfinal MiB\tpeak anon MiB\tprocesses\n")
 		for _, s := range r.Steady {
-			probes, failed := absent, absent
-			if s.SteadyBerth != nil {
-				probes, failed = fmt.Sprintf("%.0f", s.ProbesPerSecond), fmt.Sprintf("%.1f", s.FailedProbesPerSecond)
+			probes := fmt.Sprintf("%.0f", s.ProbesPerSecond)
+			p("pods %d: %d Running at the start, %s probes/s, %.1f failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.RunningAtStart, probes, s.FailedProbesPerSecond, s.Restarts, s.ReadyAtEnd)
+			p("pods %d: CRI calls/s\t%s\n", s.Pods, formatCalls(s.CRICallsPerSecond))
+			if len(s.ServedCRICallsPerSecond) > 0 {
+				p("pods %d: CRI calls/s containerd served\t%s\n", s.Pods, formatCalls(s.ServedCRICallsPerSecond))
 			}
-			p("pods %d: %d Running at the start, %s probes/s, %s failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.RunningAtStart, probes, failed, s.Restarts, s.ReadyAtEnd)
 			for _, u := range []struct {
 				name string
 				u    Usage
 			}{{"berth", s.Berth}, {"containerd (+children)", s.Containerd}, {"shims (+runc)", s.Shims}} {
-				p("%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%d\n", u.name, s.Pods, probes, u.u.Cores, u.u.PeakRSS, u.u.FinalRSS, u.u.Processes)
+				p("%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%d\n", u.name, s.Pods, probes, u.u.Cores, u.u.PeakRSS, u.u.FinalRSS, u.u.PeakAnonRSS, u.u.Processes)
 			}
 		}
 		p("\n")
@@ -323,16 +324,22 @@ func WriteTable(w io.Writer, r *Report) error {
 // absent stands in the table for a figure an agent does not have.
 const absent = "—"
 
-// writeStartupBerth prints the start-up figures from berth's own metrics.
-func writeStartupBerth(p func(string, ...any), s StartupResult) {
+// formatCalls lists CRI calls as "method count, ...".
+func formatCalls(calls []CRICalls) string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = fmt.Sprintf("%s %.1f", c.Operation, c.Calls)
+	}
+	return strings.Join(out, ", ")
+}
+
+// writeStartupMetrics prints the start-up figures from the agent's metrics:
+// its CRI calls, and berth's phases.
+func writeStartupMetrics(p func(string, ...any), s StartupResult) {
+	p("%s: CRI calls per pod\t%s\n", s.Network, formatCalls(s.CRICallsPerPod))
 	if s.StartupBerth == nil {
 		return
 	}
-	var calls []string
-	for _, c := range s.CRICallsPerPod {
-		calls = append(calls, fmt.Sprintf("%s %.1f", c.Operation, c.Calls))
-	}
-	p("%s: berth's CRI calls per pod\t%s\n", s.Network, strings.Join(calls, ", "))
 	ph := s.PhasesMeanMs
 	p("%s: berth's phases (mean ms)\tadmission %.1f, sandbox %.1f, image %.1f, create %.1f, start %.1f\n", s.Network, ph.Admission, ph.Sandbox, ph.ImagePull, ph.ContainerCreate, ph.ContainerStart)
 }

@@ -29,6 +29,9 @@ type StartupResult struct {
 	// itself, and the runtime (containerd, shims and their runc children)
 	// for the agent's pods and for the floor's.
 	CPU StartupCPU `json:"cpu_seconds"`
+	// CRICallsPerPod are the agent's runtime calls in the round, per pod,
+	// by CRI method (kubelet_runtime_operations_total), the busiest first.
+	CRICallsPerPod []CRICalls `json:"cri_calls_per_pod"`
 	// *StartupBerth are the figures only berth gives (its /metrics); nil,
 	// so absent from the JSON, for another agent.
 	*StartupBerth
@@ -36,9 +39,6 @@ type StartupResult struct {
 
 // StartupBerth are the start-up figures from berth's own metrics.
 type StartupBerth struct {
-	// CRICallsPerPod are berth's runtime calls in the round, per pod, by
-	// CRI method (kubelet_runtime_operations_total), the busiest first.
-	CRICallsPerPod []CRICalls `json:"cri_calls_per_pod"`
 	// PhasesMeanMs is berth's own account of where the time went, from
 	// berth_pod_start_phase_duration_seconds: the mean of each phase.
 	PhasesMeanMs PodStartPhases `json:"phases_mean_ms"`
@@ -58,30 +58,35 @@ type CRICalls struct {
 	Calls     float64 `json:"calls"`
 }
 
-func criCallsSince(before, after map[string]*dto.MetricFamily, pods int) []CRICalls {
+// criCallsSince is each CRI method's calls between two scrapes, divided by
+// per (the pods of a round, the seconds of a window), the busiest first.
+func criCallsSince(before, after map[string]*dto.MetricFamily, per float64) []CRICalls {
 	const name = "kubelet_runtime_operations_total"
 	ops := map[string]bool{}
 	for _, m := range after[name].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "operation_type" {
-				ops[l.GetValue()] = true
-			}
+		if op := labelValue(m, "operation_type"); op != "" {
+			ops[op] = true
 		}
 	}
 	var out []CRICalls
 	for op := range ops {
 		match := map[string]string{"operation_type": op}
 		if d := counterSum(after, name, match) - counterSum(before, name, match); d > 0 {
-			out = append(out, CRICalls{Operation: op, Calls: round3(d / float64(pods))})
+			out = append(out, CRICalls{Operation: op, Calls: round3(d / per)})
 		}
 	}
-	slices.SortFunc(out, func(a, b CRICalls) int {
+	sortCalls(out)
+	return out
+}
+
+// sortCalls puts the busiest method first, then by name.
+func sortCalls(calls []CRICalls) {
+	slices.SortFunc(calls, func(a, b CRICalls) int {
 		if c := cmp.Compare(b.Calls, a.Calls); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Operation, b.Operation)
 	})
-	return out
 }
 
 // PodStartPhases are the phases of berth_pod_start_phase_duration_seconds.
@@ -128,7 +133,6 @@ func runStartup(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool
 	}
 
 	b, isBerth := n.(*node)
-	var before map[string]*dto.MetricFamily
 	profiled := closedDone()
 	if isBerth {
 		// The floor first: the same image, command and network, no
@@ -137,21 +141,24 @@ func runStartup(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool
 		if err := measureFloor(ctx, n, &res, hostNetwork, port); err != nil {
 			return res, err
 		}
-		var err error
-		if before, err = b.metrics(ctx); err != nil {
-			return res, err
-		}
+	}
+	before, err := n.scrape(ctx, "/metrics")
+	if err != nil {
+		return res, fmt.Errorf("%s's /metrics: %w", n.agent(), err)
+	}
+	if isBerth {
 		profiled = b.profileInBackground(ctx, profileDir, startupProfile, fmt.Sprintf("berth-startup-%s-%d.pprof", networkName(hostNetwork), pods))
 	}
 	if err := dropAndTime(ctx, n, &res, hostNetwork, port); err != nil {
 		return res, err
 	}
+	after, err := n.scrape(ctx, "/metrics")
+	if err != nil {
+		return res, fmt.Errorf("%s's /metrics: %w", n.agent(), err)
+	}
+	res.CRICallsPerPod = criCallsSince(before, after, float64(pods))
 	if isBerth {
-		after, err := b.metrics(ctx)
-		if err != nil {
-			return res, err
-		}
-		res.StartupBerth = &StartupBerth{PhasesMeanMs: phasesSince(before, after), CRICallsPerPod: criCallsSince(before, after, pods)}
+		res.StartupBerth = &StartupBerth{PhasesMeanMs: phasesSince(before, after)}
 		if err := <-profiled; err != nil {
 			return res, fmt.Errorf("profile berth: %w", err)
 		}

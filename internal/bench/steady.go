@@ -26,17 +26,23 @@ type SteadyResult struct {
 	// Shims are the runtime's per-pod shims with their runc children (the
 	// exec probes run there); their peak is the sum of each one's peak.
 	Shims Usage `json:"shims"`
-	// *SteadyBerth are the figures from berth's own metrics; nil, so
-	// absent from the JSON, for another agent.
-	*SteadyBerth
-}
-
-// SteadyBerth are the probes berth counted in the window.
-type SteadyBerth struct {
-	ProbesPerSecond float64 `json:"probes_per_second"` // prober_probe_total
-	// FailedProbesPerSecond are probes that failed (result "failed"): on a
-	// runtime that cannot keep up with the exec probes, liveness times out.
+	// ProbesPerSecond are the probes the agent ran in the window
+	// (prober_probe_total of its /metrics/probes); FailedProbesPerSecond
+	// those that failed (result "failed"): on a runtime that cannot keep
+	// up with the exec probes, liveness times out.
+	ProbesPerSecond       float64 `json:"probes_per_second"`
 	FailedProbesPerSecond float64 `json:"failed_probes_per_second"`
+	// CRICallsPerSecond are the agent's runtime calls in the window, by
+	// CRI method (kubelet_runtime_operations_total), the busiest first:
+	// what the runtime's CPU is spent answering.
+	CRICallsPerSecond []CRICalls `json:"cri_calls_per_second"`
+	// ServedCRICallsPerSecond are the CRI calls the runtime served in the
+	// window, by method, as containerd counts them (grpc_server_handled_total):
+	// the same count for every agent, where the kubelet's own leaves out
+	// its log manager's and stats provider's calls. Only on a containerd
+	// the harness started (the kubelet's, berth's external one): berth's
+	// managed containerd serves no metrics.
+	ServedCRICallsPerSecond []CRICalls `json:"served_cri_calls_per_second"`
 }
 
 const (
@@ -53,14 +59,13 @@ func runSteady(ctx context.Context, n nodeUnderTest, pods int, window time.Durat
 	if err := startSteadyPods(ctx, n, &res); err != nil {
 		return res, err
 	}
+	before, err := scrapeCounters(ctx, n)
+	if err != nil {
+		return res, err
+	}
 	b, isBerth := n.(*node)
-	var before map[string]*dto.MetricFamily
 	profiled := closedDone()
 	if isBerth {
-		var err error
-		if before, err = b.metrics(ctx); err != nil {
-			return res, err
-		}
 		profiled = b.profileInBackground(ctx, profileDir, window, fmt.Sprintf("berth-steady-%d.pprof", pods))
 	}
 	restartsBefore, _, err := restartsAndReady(ctx, n)
@@ -79,10 +84,12 @@ func runSteady(ctx context.Context, n nodeUnderTest, pods int, window time.Durat
 		return res, err
 	}
 	res.Restarts, res.ReadyAtEnd = restartsAfter-restartsBefore, ready
+	after, err := scrapeCounters(ctx, n)
+	if err != nil {
+		return res, err
+	}
+	after.rates(before, res.WindowSeconds, &res)
 	if isBerth {
-		if res.SteadyBerth, err = steadyBerthSince(ctx, b, before, res.WindowSeconds); err != nil {
-			return res, err
-		}
 		if err := <-profiled; err != nil {
 			return res, fmt.Errorf("profile berth: %w", err)
 		}
@@ -119,18 +126,63 @@ func startSteadyPods(ctx context.Context, n nodeUnderTest, res *SteadyResult) er
 	}
 }
 
-// steadyBerthSince is berth's probe rate since the scrape before, over a
-// window of the given seconds.
-func steadyBerthSince(ctx context.Context, b *node, before map[string]*dto.MetricFamily, seconds float64) (*SteadyBerth, error) {
-	after, err := b.metrics(ctx)
-	if err != nil {
-		return nil, err
+// agentCounters are the agent's counters read at one instant: its CRI
+// calls (/metrics) and its probes (/metrics/probes).
+type agentCounters struct {
+	runtime, probes map[string]*dto.MetricFamily
+	// served are the runtime's own, nil where it serves none.
+	served map[string]*dto.MetricFamily
+}
+
+func scrapeCounters(ctx context.Context, n nodeUnderTest) (agentCounters, error) {
+	var c agentCounters
+	var err error
+	if c.runtime, err = n.scrape(ctx, "/metrics"); err != nil {
+		return c, fmt.Errorf("%s's /metrics: %w", n.agent(), err)
 	}
+	if c.probes, err = n.scrape(ctx, "/metrics/probes"); err != nil {
+		return c, fmt.Errorf("%s's /metrics/probes: %w", n.agent(), err)
+	}
+	if c.served, err = n.scrapeRuntime(ctx); err != nil {
+		return c, fmt.Errorf("%s's runtime: %w", n.agent(), err)
+	}
+	return c, nil
+}
+
+// rates sets res's probe and CRI call rates from the counters' rise since
+// before, over a window of the given seconds.
+func (c agentCounters) rates(before agentCounters, seconds float64, res *SteadyResult) {
+	const probes = "prober_probe_total"
 	failed := map[string]string{"result": "failed"}
-	return &SteadyBerth{
-		ProbesPerSecond:       round3((counterSum(after, "prober_probe_total", nil) - counterSum(before, "prober_probe_total", nil)) / seconds),
-		FailedProbesPerSecond: round3((counterSum(after, "prober_probe_total", failed) - counterSum(before, "prober_probe_total", failed)) / seconds),
-	}, nil
+	res.ProbesPerSecond = round3((counterSum(c.probes, probes, nil) - counterSum(before.probes, probes, nil)) / seconds)
+	res.FailedProbesPerSecond = round3((counterSum(c.probes, probes, failed) - counterSum(before.probes, probes, failed)) / seconds)
+	res.CRICallsPerSecond = criCallsSince(before.runtime, c.runtime, seconds)
+	if c.served != nil {
+		res.ServedCRICallsPerSecond = servedCallsSince(before.served, c.served, seconds)
+	}
+}
+
+// servedCallsSince is each CRI method's calls that containerd served
+// between two scrapes of its metrics, divided by per, the busiest first.
+func servedCallsSince(before, after map[string]*dto.MetricFamily, per float64) []CRICalls {
+	const name = "grpc_server_handled_total"
+	var out []CRICalls
+	for _, service := range []string{"runtime.v1.RuntimeService", "runtime.v1.ImageService"} {
+		methods := map[string]bool{}
+		for _, m := range after[name].GetMetric() {
+			if hasLabels(m, map[string]string{"grpc_service": service}) {
+				methods[labelValue(m, "grpc_method")] = true
+			}
+		}
+		for method := range methods {
+			match := map[string]string{"grpc_service": service, "grpc_method": method}
+			if d := counterSum(after, name, match) - counterSum(before, name, match); d > 0 {
+				out = append(out, CRICalls{Operation: method, Calls: round3(d / per)})
+			}
+		}
+	}
+	sortCalls(out)
+	return out
 }
 
 // newNodeMeter follows the agent, its containerd and the shims, in that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/internal/runtime"
@@ -24,6 +25,14 @@ type nodeUnderTest interface {
 	clearManifests(ctx context.Context, timeout time.Duration) error
 	// pods is the agent's /pods.
 	pods(ctx context.Context) ([]v1.Pod, error)
+	// scrape reads the agent's metrics at path (/metrics, /metrics/probes)
+	// on its local port: both agents serve the kubelet's series there
+	// (kubelet_runtime_operations_total, prober_probe_total).
+	scrape(ctx context.Context, path string) (map[string]*dto.MetricFamily, error)
+	// scrapeRuntime reads the metrics of a containerd the harness started
+	// (the kubelet's, berth's external one); nil for berth's managed one,
+	// which serves none.
+	scrapeRuntime(ctx context.Context) (map[string]*dto.MetricFamily, error)
 	// agentPid, containerdPid and shimPids are the processes whose CPU and
 	// memory the scenarios read.
 	agentPid() int

@@ -11,6 +11,10 @@ type Usage struct {
 	Cores     float64 `json:"cores"` // CPU time over wall time: 0.05 is 5% of one core; 4 decimals
 	PeakRSS   float64 `json:"peak_rss_mib"`
 	FinalRSS  float64 `json:"final_rss_mib"`
+	// PeakAnonRSS is the most anonymous memory (RssAnon) a sample saw:
+	// the part of the RSS the processes allocated, without their
+	// executables' pages.
+	PeakAnonRSS float64 `json:"peak_anon_rss_mib"`
 }
 
 // group names a set of processes to watch and how to find them; the
@@ -28,6 +32,7 @@ type usageMeter struct {
 	start  time.Time
 	first  []map[int]time.Duration
 	peak   []uint64
+	anon   []uint64 // peak RssAnon of the samples
 	last   []procTotals
 }
 
@@ -36,10 +41,11 @@ type procTotals struct {
 	cpu   map[int]time.Duration
 	rss   uint64
 	hwm   uint64
+	anon  uint64
 }
 
 func newUsageMeter(groups ...group) *usageMeter {
-	m := &usageMeter{groups: groups, peak: make([]uint64, len(groups)), last: make([]procTotals, len(groups))}
+	m := &usageMeter{groups: groups, peak: make([]uint64, len(groups)), anon: make([]uint64, len(groups)), last: make([]procTotals, len(groups))}
 	for _, g := range groups {
 		for _, pid := range g.pids() {
 			_ = resetPeak(pid)
@@ -50,7 +56,7 @@ func newUsageMeter(groups ...group) *usageMeter {
 		t := m.read(i)
 		m.first = append(m.first, t.cpu)
 		m.last[i] = t
-		m.peak[i] = t.rss
+		m.peak[i], m.anon[i] = t.rss, t.anon
 	}
 	return m
 }
@@ -66,6 +72,7 @@ func (m *usageMeter) read(i int) procTotals {
 		t.cpu[pid] = s.cpu
 		t.rss += s.rssBytes
 		t.hwm += s.hwmBytes
+		t.anon += s.anonBytes
 	}
 	return t
 }
@@ -76,6 +83,7 @@ func (m *usageMeter) sample() {
 		t := m.read(i)
 		m.last[i] = t
 		m.peak[i] = max(m.peak[i], t.rss)
+		m.anon[i] = max(m.anon[i], t.anon)
 	}
 }
 
@@ -110,10 +118,11 @@ func (m *usageMeter) usage(i int) Usage {
 	}
 	peak := max(m.peak[i], m.last[i].hwm)
 	return Usage{
-		Processes: m.last[i].procs,
-		Cores:     round4(cpu.Seconds() / wall.Seconds()),
-		PeakRSS:   mib(peak),
-		FinalRSS:  mib(m.last[i].rss),
+		Processes:   m.last[i].procs,
+		Cores:       round4(cpu.Seconds() / wall.Seconds()),
+		PeakRSS:     mib(peak),
+		FinalRSS:    mib(m.last[i].rss),
+		PeakAnonRSS: mib(m.anon[i]),
 	}
 }
 

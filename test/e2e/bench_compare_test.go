@@ -74,10 +74,33 @@ func checkComparison(t *testing.T, path string) {
 				t.Errorf("%s, %s, %s: runs %v, median %v; want the one run", c.Scenario, c.Figure, a.Agent, a.Runs, a.Median)
 			}
 		}
+		if strings.HasPrefix(c.Figure, "CRI calls: ") || strings.HasPrefix(c.Figure, "CRI served: ") {
+			// One CRI method's calls: only the agents that made any.
+			if len(agents) == 0 {
+				t.Errorf("%s, %s: no agent", c.Scenario, c.Figure)
+			}
+			continue
+		}
+		if c.Scenario == "steady state, 2 pods" && (c.Figure == "probes (agent's metrics)" || c.Figure == "CRI calls (agent's metrics)") {
+			for _, a := range c.Agents {
+				if a.Median <= 0 {
+					t.Errorf("%s, %s, %s: %v, want a rate from the agent's own counters", c.Scenario, c.Figure, a.Agent, a.Median)
+				}
+			}
+		}
 		berthOnly := strings.Contains(c.Figure, "berth's metrics") || strings.Contains(c.Figure, "floor")
 		want := []string{"berth", "kubelet", "berth (external)"}
-		if berthOnly {
+		switch {
+		case berthOnly:
 			want = []string{"berth", "berth (external)"}
+		case strings.Contains(c.Figure, "containerd's metrics"):
+			// Only the containerd the harness starts serves metrics.
+			want = []string{"kubelet", "berth (external)"}
+			for _, a := range c.Agents {
+				if a.Median <= 0 {
+					t.Errorf("%s, %s, %s: %v, want the calls containerd served", c.Scenario, c.Figure, a.Agent, a.Median)
+				}
+			}
 		}
 		if !slices.Equal(agents, want) {
 			t.Errorf("%s, %s: agents %v, want %v", c.Scenario, c.Figure, agents, want)

@@ -46,7 +46,7 @@ func TestBenchHarness(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := strings.Join(fieldPaths(generic), "\n")+"\n", string(golden); got != want {
-		t.Errorf("the report's fields changed (bump bench.SchemaVersion and update testdata/bench-fields.golden):\ngot:\n%s\nwant:\n%s", got, want)
+		t.Errorf("the report's fields changed (update testdata/bench-fields.golden, and bump bench.SchemaVersion if a field was renamed, removed or changed meaning):\ngot:\n%s\nwant:\n%s", got, want)
 	}
 
 	var r bench.Report
@@ -71,7 +71,7 @@ func TestBenchHarness(t *testing.T) {
 	if len(r.Reaction) != 1 || r.Reaction[0].Restart.N != 2 || r.Reaction[0].Restart.P50 <= 0 {
 		t.Errorf("reaction: %+v", r.Reaction)
 	}
-	if len(r.Steady) != 1 || r.Steady[0].SteadyBerth == nil || r.Steady[0].ProbesPerSecond <= 0 || r.Steady[0].Berth.PeakRSS <= 0 ||
+	if len(r.Steady) != 1 || r.Steady[0].ProbesPerSecond <= 0 || len(r.Steady[0].CRICallsPerSecond) == 0 || r.Steady[0].Berth.PeakRSS <= 0 ||
 		r.Steady[0].Containerd.Processes != 1 || r.Steady[0].Shims.Processes != 2 {
 		t.Errorf("steady state: %+v", r.Steady)
 	}
