@@ -58,7 +58,8 @@ pod network and cgroup root, all removed afterwards) and measures:
               the same pods made by direct CRI calls (the floor)
   reaction    a container's process killed: time to its replacement started
   steady      pods with an http readiness and an exec liveness probe each
-              second: CPU and memory of berth, containerd and the shims
+              second: CPU and memory of berth, containerd and the shims, the
+              probes run and the CRI calls made, per second
   density     many pause-like pods: time to all Running, relist and sync
               latency, how fresh their status stays, what berth costs
   decisions   the Go benchmarks of the pure decision cores
@@ -68,8 +69,10 @@ runs --compare-runs times on each of three agents, interleaved, each run on a fr
 managed containerd, the upstream kubelet (--kubelet-bin, standalone with static
 pods on a containerd the harness starts) and berth on such a containerd
 (--container-runtime-endpoint). The table adds each figure's median per agent
-and berth's over the kubelet's; figures from berth's own metrics are berth's
-alone.
+and berth's over the kubelet's. Figures from berth's own metrics (relist, pod
+sync, start-up phases) are berth's alone; CRI calls and probes come from the
+series both agents serve, and the CRI calls the harness's containerd served
+(kubelet, berth external) from that containerd's own metrics.
 
 --report prints an earlier run's JSON as a table, its targets evaluated
 anew (they follow the issues), and runs nothing.
