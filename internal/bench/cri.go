@@ -191,10 +191,14 @@ func runFloorPod(ctx context.Context, n nodeUnderTest, p floorPod, started *time
 	return id, err
 }
 
-// removeSandboxes stops and removes what runFloor made.
+// removeSandboxes stops and removes what runFloor made. A stop is tried
+// again: containerd 1.6 now and then loses its connection to the shim
+// while killing a container the harness has just killed ("ttrpc: closed"),
+// and the stop is idempotent.
 func removeSandboxes(ctx context.Context, cri *runtime.Service, ids []string) error {
 	for _, id := range ids {
-		if err := cri.StopPodSandbox(ctx, id); err != nil {
+		err := retry(ctx, stopTries, stopPause, func() error { return cri.StopPodSandbox(ctx, id) })
+		if err != nil {
 			return err
 		}
 		if err := cri.RemovePodSandbox(ctx, id); err != nil {
@@ -202,4 +206,29 @@ func removeSandboxes(ctx context.Context, cri *runtime.Service, ids []string) er
 		}
 	}
 	return nil
+}
+
+const (
+	stopTries = 3
+	stopPause = time.Second
+)
+
+// retry calls f until it succeeds, up to tries times with pause between,
+// and returns its last error; ctx ending stops the waiting.
+func retry(ctx context.Context, tries int, pause time.Duration, f func() error) error {
+	var err error
+	for i := range tries {
+		if err = f(); err == nil {
+			return nil
+		}
+		if i == tries-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+	return err
 }
