@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
@@ -197,7 +199,8 @@ func runFloorPod(ctx context.Context, n nodeUnderTest, p floorPod, started *time
 // and the stop is idempotent.
 func removeSandboxes(ctx context.Context, cri *runtime.Service, ids []string) error {
 	for _, id := range ids {
-		err := retry(ctx, stopTries, stopPause, func() error { return cri.StopPodSandbox(ctx, id) })
+		stop := wait.Backoff{Steps: 3, Duration: time.Second}
+		err := retry.OnError(stop, func(error) bool { return ctx.Err() == nil }, func() error { return cri.StopPodSandbox(ctx, id) })
 		if err != nil {
 			return err
 		}
@@ -206,29 +209,4 @@ func removeSandboxes(ctx context.Context, cri *runtime.Service, ids []string) er
 		}
 	}
 	return nil
-}
-
-const (
-	stopTries = 3
-	stopPause = time.Second
-)
-
-// retry calls f until it succeeds, up to tries times with pause between,
-// and returns its last error; ctx ending stops the waiting.
-func retry(ctx context.Context, tries int, pause time.Duration, f func() error) error {
-	var err error
-	for i := range tries {
-		if err = f(); err == nil {
-			return nil
-		}
-		if i == tries-1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(pause):
-		}
-	}
-	return err
 }
