@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/berth-dev/berth/internal/container"
@@ -163,6 +165,23 @@ func ContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runt
 // directory: <name>/<restartCount>.log.
 func ContainerLogPath(name string, restartCount int) string {
 	return filepath.Join(name, strconv.Itoa(restartCount)+".log")
+}
+
+// ContainerLogFile is the log file berth told the runtime to write for c,
+// a container it created: PodLogsDirectory/ContainerLogPath, rebuilt from
+// the labels and metadata the runtime lists it with, so that a caller need
+// not ask ContainerStatus for it. It is "" for a container without berth's
+// labels. The runtime's ContainerStatus stays the authority: a container
+// created before podLogsDir changed has its log where the old one said.
+func ContainerLogFile(podLogsDir string, c *runtimeapi.Container) string {
+	l := c.GetLabels()
+	ns, name, uid := l[container.LabelPodNamespace], l[container.LabelPodName], l[container.LabelPodUID]
+	ctr := c.GetMetadata().GetName()
+	if podLogsDir == "" || ns == "" || name == "" || uid == "" || ctr == "" {
+		return ""
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
+	return filepath.Join(PodLogsDirectory(podLogsDir, pod), ContainerLogPath(ctr, int(c.GetMetadata().GetAttempt())))
 }
 
 // ContainerHash returns the value of container.AnnotationContainerHash for

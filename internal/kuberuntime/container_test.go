@@ -1,6 +1,7 @@
 package kuberuntime
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -211,5 +212,37 @@ func TestContainerHash(t *testing.T) {
 func TestContainerLogPath(t *testing.T) {
 	if got := ContainerLogPath("app", 12); got != "app/12.log" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// ContainerLogFile finds, from what ListContainers says of a container,
+// the file its sandbox's and its own config put its log in; a container
+// berth did not label has none.
+func TestContainerLogFile(t *testing.T) {
+	pod := appPod()
+	sb, _, err := SandboxConfig(pod, SandboxOptions{PodLogsDir: "/var/log/pods"}, testHostDNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], ContainerOptions{RestartCount: 3, NodeMemoryCapacity: 1 << 30, VolumePaths: map[string]string{"data": "/v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := &runtimeapi.Container{Id: "c1", Metadata: cfg.Metadata, Labels: cfg.Labels}
+	want := filepath.Join(sb.LogDirectory, cfg.LogPath)
+	if got := ContainerLogFile("/var/log/pods", listed); got != want {
+		t.Errorf("ContainerLogFile = %q, want the configured %q", got, want)
+	}
+	for name, c := range map[string]*runtimeapi.Container{
+		"no labels":   {Id: "c2", Metadata: cfg.Metadata},
+		"no pod UID":  {Id: "c3", Metadata: cfg.Metadata, Labels: map[string]string{container.LabelPodName: "p", container.LabelPodNamespace: "ns"}},
+		"no metadata": {Id: "c4", Labels: cfg.Labels},
+	} {
+		if got := ContainerLogFile("/var/log/pods", c); got != "" {
+			t.Errorf("%s: ContainerLogFile = %q, want none", name, got)
+		}
+	}
+	if got := ContainerLogFile("", listed); got != "" {
+		t.Errorf("without a pod logs dir: %q, want none", got)
 	}
 }

@@ -34,6 +34,13 @@ type RotatorOptions struct {
 	// clock.
 	Clock clock.WithTicker
 	Log   *slog.Logger
+	// LogFile is where the agent told the runtime to put a listed
+	// container's log, "" when it cannot say; nil: always ask. Where that
+	// file is there, the round needs no ContainerStatus call for the
+	// container (the kubelet asks for every running container every
+	// interval); otherwise the runtime's ContainerStatus says where the log
+	// is.
+	LogFile func(*runtimeapi.Container) string
 }
 
 // Rotator keeps the logs of running containers within a policy, as the
@@ -99,10 +106,11 @@ func (r *Rotator) RotateOnce(ctx context.Context) {
 	}
 	// Only running containers: one that has exited writes nothing more,
 	// and an empty new log would hide its last lines.
-	var ids []string
+	var ids, expected []string
 	for _, c := range containers {
 		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			ids = append(ids, c.GetId())
+			expected = append(expected, r.expectedLog(c))
 		}
 	}
 	errs := make([]error, len(ids))
@@ -111,7 +119,7 @@ func (r *Rotator) RotateOnce(ctx context.Context) {
 	for range min(r.opts.Workers, len(ids)) {
 		wg.Go(func() {
 			for i := range next {
-				errs[i] = r.rotateContainer(ctx, ids[i])
+				errs[i] = r.rotateContainer(ctx, ids[i], expected[i])
 			}
 		})
 	}
@@ -150,27 +158,19 @@ func (r *Rotator) report(ids []string, errs []error) {
 	}
 }
 
-// rotateContainer rotates one container's log if it needs it.
-func (r *Rotator) rotateContainer(ctx context.Context, id string) error {
-	status, err := r.rt.ContainerStatus(ctx, id)
-	if err != nil {
-		return fmt.Errorf("container status: %w", err)
+func (r *Rotator) expectedLog(c *runtimeapi.Container) string {
+	if r.opts.LogFile == nil {
+		return ""
 	}
-	path := status.GetLogPath()
-	if path == "" {
-		return nil // a container without a log file
-	}
-	info, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Removed under the runtime: have it create the file again, as the
-		// kubelet does, so that the container's output lands somewhere.
-		if err := r.rt.ReopenContainerLog(ctx, id); err != nil {
-			return fmt.Errorf("log %s is missing and reopening it failed: %w", path, err)
-		}
-		info, err = os.Stat(path)
-	}
-	if err != nil {
-		return fmt.Errorf("log %s: %w", path, err)
+	return r.opts.LogFile(c)
+}
+
+// rotateContainer rotates one container's log if it needs it; expected is
+// where the log should be, "" when unknown.
+func (r *Rotator) rotateContainer(ctx context.Context, id, expected string) error {
+	path, info, err := r.findLog(ctx, id, expected)
+	if err != nil || path == "" {
+		return err
 	}
 	if info.Size() < r.opts.Policy.MaxSize {
 		return nil // the common case: no need to list the directory
@@ -181,6 +181,38 @@ func (r *Rotator) rotateContainer(ctx context.Context, id string) error {
 	}
 	plan := planRotation(path, info.Size(), siblings, r.clk.Now(), r.opts.Policy)
 	return r.apply(ctx, id, path, plan)
+}
+
+// findLog is the path and size of the container's log, "" for a
+// container without one. The expected file, if it is there, is taken at
+// its word; otherwise the runtime names the file.
+func (r *Rotator) findLog(ctx context.Context, id, expected string) (string, os.FileInfo, error) {
+	if expected != "" {
+		if info, err := os.Stat(expected); err == nil {
+			return expected, info, nil
+		}
+	}
+	status, err := r.rt.ContainerStatus(ctx, id)
+	if err != nil {
+		return "", nil, fmt.Errorf("container status: %w", err)
+	}
+	path := status.GetLogPath()
+	if path == "" {
+		return "", nil, nil // a container without a log file
+	}
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed under the runtime: have it create the file again, as the
+		// kubelet does, so that the container's output lands somewhere.
+		if err := r.rt.ReopenContainerLog(ctx, id); err != nil {
+			return "", nil, fmt.Errorf("log %s is missing and reopening it failed: %w", path, err)
+		}
+		info, err = os.Stat(path)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("log %s: %w", path, err)
+	}
+	return path, info, nil
 }
 
 // prune carries out the first steps of a rotation plan, common to both

@@ -195,6 +195,43 @@ func TestRotatorRecreatesRemovedLog(t *testing.T) {
 	}
 }
 
+// Where the agent can say where a container's log is, a round stats that
+// file and asks the runtime nothing more; where the file is not there (the
+// container was created under another podLogsDir), the runtime's
+// ContainerStatus names the file, and that one is rotated.
+func TestRotatorExpectedLogFile(t *testing.T) {
+	for name, tc := range map[string]struct {
+		expected    func(dir string) string
+		statusCalls int
+	}{
+		"where the agent put it": {expected: func(dir string) string { return filepath.Join(dir, "0.log") }},
+		"moved since":            {expected: func(dir string) string { return filepath.Join(dir, "old", "0.log") }, statusCalls: 1},
+		"unknown":                {expected: func(string) string { return "" }, statusCalls: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "0.log")
+			rt := newFakeRuntime(map[string]string{"a": path})
+			writeLog(t, path, "long enough to rotate\n")
+			r := NewRotator(rt, RotatorOptions{
+				Policy: Policy{MaxSize: 10, MaxFiles: 3}, Interval: 10 * time.Second,
+				Clock:   clocktesting.NewFakeClock(time.Now()),
+				LogFile: func(c *runtimeapi.Container) string { return tc.expected(dir) },
+			})
+			r.RotateOnce(context.Background())
+			if n := len(rt.CallsOf("ContainerStatus")); n != tc.statusCalls {
+				t.Errorf("%d ContainerStatus calls, want %d", n, tc.statusCalls)
+			}
+			if names := dirNames(t, dir); len(names) != 2 {
+				t.Errorf("after the round the log's directory holds %v, want the log and its rotated copy", names)
+			}
+			if !slices.Equal(reopened(rt), []string{"a"}) {
+				t.Errorf("reopened %v, want the rotated container's log", reopened(rt))
+			}
+		})
+	}
+}
+
 // Run rotates on every tick of its clock and stops with its context.
 func TestRotatorRun(t *testing.T) {
 	dir := t.TempDir()

@@ -3,7 +3,10 @@ package noderuntime
 import (
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/berth-dev/berth/internal/config"
+	"github.com/berth-dev/berth/internal/kuberuntime"
 	"github.com/berth-dev/berth/internal/logs"
 )
 
@@ -28,6 +31,7 @@ func newLogRotation(cfg *config.Config, r *Runtime) (*logs.Rotator, *logs.FileRo
 		Interval: l.MonitorInterval,
 		Clock:    r.clk,
 		Log:      log,
+		LogFile:  func(c *runtimeapi.Container) string { return kuberuntime.ContainerLogFile(cfg.PodLogsDir, c) },
 	})
 	if r.managed == nil {
 		return containers, nil
