@@ -287,7 +287,7 @@ func (p *parts) workerDeps() (podworker.Deps, error) {
 		p.volumes.SetCSI(p.csiVolumes)
 	}
 	deps := podworker.Deps{
-		Runtime: p.rt.CRI, Volumes: p.volumes, Status: p.statuses, Clock: p.clk, Log: log,
+		Runtime: p.rt.CRI, Relists: p.relist, Volumes: p.volumes, Status: p.statuses, Clock: p.clk, Log: log,
 		NodeName: cfg.NodeName, HostIP: hostIP(cluster), PodLogsDir: cfg.PodLogsDir,
 		ResolvConf: cfg.DNS.ResolvConf, ClusterDNS: cfg.DNS.ClusterDNSAddresses(), ClusterDomain: cfg.DNS.ClusterDomain,
 		NodeIPs:         nodeIPs(cfg.Cluster.NodeIP),

@@ -140,6 +140,44 @@ type Relist struct {
 	At time.Time
 }
 
+// Shows tells whether the relist saw the pod of st as st has it: the same
+// sandboxes, each ready or not, and the same containers in their sandboxes,
+// each in the same state. Where it does, st is as current as the relist as
+// far as the PLEG can tell, and a worker may sync on it without reading the
+// runtime again: the kubelet's workers read the status the PLEG's relist
+// keeps, refreshed only for the pods whose states changed, in the same way.
+func (r Relist) Shows(st *container.PodStatus) bool {
+	ready := map[string]bool{} // the pod's sandboxes in the relist
+	for _, sb := range r.Sandboxes {
+		if types.UID(sb.GetLabels()[container.LabelPodUID]) == st.UID {
+			ready[sb.GetId()] = sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
+		}
+	}
+	if len(ready) != len(st.Sandboxes) {
+		return false
+	}
+	for _, sb := range st.Sandboxes {
+		if r, ok := ready[sb.ID]; !ok || r != sb.Ready {
+			return false
+		}
+	}
+	states := make(map[string]container.State, len(st.Containers))
+	for _, c := range st.Containers {
+		states[c.ID] = c.State
+	}
+	seen := 0
+	for _, c := range r.Containers {
+		if _, ours := ready[c.GetPodSandboxId()]; !ours {
+			continue
+		}
+		if s, ok := states[c.GetId()]; !ok || s != container.StateOf(c.GetState()) {
+			return false
+		}
+		seen++
+	}
+	return seen == len(st.Containers)
+}
+
 // New returns a PLEG that relists every period.
 func New(l Lister, period time.Duration, clk clock.WithTicker, log *slog.Logger, opts ...Option) *PLEG {
 	p := &PLEG{lister: l, period: period, clk: clk, log: log, trigger: make(chan struct{}, 1)}

@@ -381,3 +381,50 @@ func TestFollowUpsDoNotWidenTheGap(t *testing.T) {
 		tp.waitFor(relists, 2)
 	}
 }
+
+// A status the relist shows has every sandbox of the pod, ready or not as
+// the relist saw it, and every container in those sandboxes in the same
+// state; other pods' objects do not matter.
+func TestRelistShows(t *testing.T) {
+	const (
+		running = runtimeapi.ContainerState_CONTAINER_RUNNING
+		exited  = runtimeapi.ContainerState_CONTAINER_EXITED
+	)
+	relist := Relist{
+		Sandboxes:  []*runtimeapi.PodSandbox{sandbox("s2", "a", true), sandbox("s1", "a", false), sandbox("s9", "b", true)},
+		Containers: []*runtimeapi.Container{ctr("c1", "s2", running), ctr("c0", "s1", exited), ctr("c9", "s9", exited)},
+	}
+	shown := func() *container.PodStatus {
+		return &container.PodStatus{
+			UID:       "a",
+			Sandboxes: []container.SandboxStatus{{ID: "s2", Ready: true}, {ID: "s1"}},
+			Containers: []container.ContainerStatus{
+				{ID: "c1", SandboxID: "s2", State: container.StateRunning},
+				{ID: "c0", SandboxID: "s1", State: container.StateExited},
+			},
+		}
+	}
+	if !relist.Shows(shown()) {
+		t.Fatal("the relist does not show the status it was made from")
+	}
+	for name, change := range map[string]func(*container.PodStatus){
+		"a container exited since": func(st *container.PodStatus) { st.Containers[0].State = container.StateExited },
+		"a container the relist lacks": func(st *container.PodStatus) {
+			st.Containers = append(st.Containers, container.ContainerStatus{ID: "c2", SandboxID: "s2", State: container.StateCreated})
+		},
+		"a container missed":         func(st *container.PodStatus) { st.Containers = st.Containers[:1] },
+		"a sandbox stopped since":    func(st *container.PodStatus) { st.Sandboxes[0].Ready = false },
+		"a sandbox missed":           func(st *container.PodStatus) { st.Sandboxes = st.Sandboxes[:1] },
+		"a sandbox the relist lacks": func(st *container.PodStatus) { st.Sandboxes[1].ID = "s3" },
+		"another pod":                func(st *container.PodStatus) { st.UID = "c" },
+	} {
+		st := shown()
+		change(st)
+		if relist.Shows(st) {
+			t.Errorf("%s: the relist shows it", name)
+		}
+	}
+	if !(Relist{}).Shows(&container.PodStatus{UID: "z"}) {
+		t.Error("a pod with nothing in the runtime is not shown by a relist without it")
+	}
+}

@@ -71,6 +71,8 @@ type worker struct {
 	// resizePending is the last verdict of a resize not admitted, so
 	// that its event is posted once.
 	resizePending resize.Verdict
+	// kept is the runtime status the last sync left (kept.go).
+	kept keptStatus
 }
 
 func newWorker(ws *Workers, uid types.UID, name, namespace string) *worker {
@@ -150,11 +152,13 @@ func (w *worker) run(ctx context.Context) {
 	timer := d.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
+		timed := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.wakeCh:
 		case <-timer.C():
+			timed = w.timedOut()
 		}
 		pod, terminating, ev := w.snapshot()
 		if !terminating && pod == nil {
@@ -166,11 +170,13 @@ func (w *worker) run(ctx context.Context) {
 		var killErr error
 		switch {
 		case terminating:
+			w.kept = keptStatus{}
 			killErr = w.terminate(ctx, pod, log)
 		case ev != nil:
+			w.kept = keptStatus{}
 			next = w.evict(ctx, pod, ev, log)
 		default:
-			next = w.cancellableSync(ctx, pod, log)
+			next = w.cancellableSync(ctx, pod, timed, log)
 			w.lastSynced = pod
 		}
 		d.Metrics.synced(op, d.Clock.Since(began))
@@ -199,7 +205,7 @@ func (w *worker) run(ctx context.Context) {
 // cancellableSync runs sync with a context that kill cancels. A kill that
 // came before the sync began cancels it too: the sync then stops at its
 // first runtime call and the loop goes on to terminate.
-func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
+func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, timed bool, log *slog.Logger) time.Duration {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w.mu.Lock()
@@ -213,17 +219,18 @@ func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, log *slog.Log
 		w.cancelSync = nil
 		w.mu.Unlock()
 	}()
-	return w.sync(ctx, pod, log)
+	return w.sync(ctx, pod, timed, log)
 }
 
 // sync carries out one round of ComputePlan for pod and publishes its
-// status. It returns when the worker should sync again without an event.
-func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
+// status. It returns when the worker should sync again without an event;
+// timed is set when only that timer started it.
+func (w *worker) sync(ctx context.Context, pod *v1.Pod, timed bool, log *slog.Logger) time.Duration {
 	d := w.ws.deps
 	if w.restoreEviction(pod, log) {
 		return 0
 	}
-	st, err := d.Runtime.PodStatus(ctx, pod.UID)
+	st, readAt, err := w.podStatus(ctx, pod.UID, timed)
 	if err != nil {
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError
@@ -270,7 +277,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	allocated := w.resizeAllocate(pod, log)
 	restarts, resized := w.resizeRunning(ctx, allocated, st, log)
 	if resized {
-		if st, err = d.Runtime.PodStatus(ctx, pod.UID); err != nil {
+		if st, readAt, err = w.podStatus(ctx, pod.UID, false); err != nil {
 			log.Warn("reading pod status from the runtime failed", "err", err)
 			return retryAfterError
 		}
@@ -290,6 +297,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 		}
 	}
 	w.publish(pod, st, false)
+	w.kept = keptStatus{st: st, at: readAt}
 	if deadline > 0 && deadline < next {
 		next = deadline
 	}

@@ -115,7 +115,7 @@ func containerStatus(st *runtimeapi.ContainerStatus, sandboxID string) container
 		ID:                         st.Id,
 		Name:                       st.Metadata.GetName(),
 		SandboxID:                  sandboxID,
-		State:                      state(st.State),
+		State:                      container.StateOf(st.State),
 		CreatedAt:                  unixNano(st.CreatedAt),
 		StartedAt:                  unixNano(st.StartedAt),
 		FinishedAt:                 unixNano(st.FinishedAt),
@@ -193,17 +193,4 @@ func unixNano(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
-}
-
-func state(s runtimeapi.ContainerState) container.State {
-	switch s {
-	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return container.StateCreated
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return container.StateRunning
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return container.StateExited
-	default:
-		return container.StateUnknown
-	}
 }
