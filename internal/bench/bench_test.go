@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"context"
+	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +210,20 @@ func TestWriteTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// A profile dir that cannot be made fails the run before it starts
+// anything, not when the first profile is written minutes in.
+func TestRunProfileDirUnusable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{ProfileDir: filepath.Join(file, "prof"), Log: slog.New(slog.DiscardHandler),
+		Compare: CompareOptions{Kubelet: "/nonexistent/kubelet", Runs: 1}}
+	_, err := Run(context.Background(), opts)
+	if err == nil || !strings.Contains(err.Error(), "profile dir") {
+		t.Fatalf("Run = %v, want an error about the profile dir", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 )
 
@@ -50,6 +51,13 @@ func Run(ctx context.Context, opts Options) (r *Report, err error) {
 		},
 		Idle: []IdleResult{}, Startup: []StartupResult{}, Reaction: []ReactionResult{}, Steady: []SteadyResult{},
 		Density: []DensityResult{}, Decisions: []Decision{}, Targets: []Target{}, Comparison: []ComparedFigure{},
+	}
+	if opts.ProfileDir != "" {
+		// Made now rather than found missing when the first profile is
+		// written, many minutes into the run.
+		if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
+			return r, fmt.Errorf("profile dir: %w", err)
+		}
 	}
 	if opts.Decisions {
 		log.Info("decisions: go test -bench", "benchtime", opts.DecisionBenchtime)
