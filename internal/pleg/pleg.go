@@ -157,7 +157,7 @@ func (r Relist) Shows(st *container.PodStatus) bool {
 		return false
 	}
 	for _, sb := range st.Sandboxes {
-		if r, ok := ready[sb.ID]; !ok || r != sb.Ready {
+		if listed, ok := ready[sb.ID]; !ok || listed != sb.Ready {
 			return false
 		}
 	}
