@@ -15,7 +15,7 @@
 //	                      what the crash-loop and pull back-offs say of a start
 //	exec.go               the execution of the steps, one CRI call at a time
 //	snapshot.go           what a step changed, folded into the sync's snapshot
-//	kept.go               when a resync may take the last sync's snapshot
+//	kept.go               when a sync may take the last sync's snapshot
 //	                      instead of reading the runtime (the PLEG saw no change)
 //	worker.go             the sync itself: read, admit, plan, apply, publish
 //

@@ -109,7 +109,7 @@ func newExecEnv(t *testing.T, pod *v1.Pod) *execEnv {
 
 // sync runs one sync as the worker's loop does, cancellable by a kill.
 func (e *execEnv) sync() time.Duration {
-	return e.w.cancellableSync(context.Background(), e.pod, false, e.w.ws.deps.Log)
+	return e.w.cancellableSync(context.Background(), e.pod, e.w.ws.deps.Log)
 }
 
 // status is the pod's published status.

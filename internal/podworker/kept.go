@@ -25,37 +25,38 @@ type keptStatus struct {
 }
 
 // podStatus is the pod's runtime status for a sync and when it was read.
-// A sync that only its timer started (the resync, a back-off's expiry)
-// takes the kept status when a relist that began after it was read, and is
-// less than a resync period old, shows the pod unchanged: the runtime would
-// answer with the same states, and every change of state wakes the worker
-// through the PLEG anyway. The kubelet's workers read their status from
-// the PLEG's cache in the same way; berth's resync used to read each quiet
-// pod from the runtime once a minute, four or more CRI calls, about 7 a
-// second at 100 pods. Any other sync reads the runtime.
-func (w *worker) podStatus(ctx context.Context, uid types.UID, timed bool) (*container.PodStatus, time.Time, error) {
+// A sync takes the kept status when a relist that began after it was read,
+// and is less than a resync period old, shows the pod unchanged: the
+// runtime would answer with the same states, and every change of state
+// after that relist wakes the worker again through a later one.
+//
+// It holds for a sync an event started as well as for the resync: every
+// runtime change reaches a worker as a PLEG event, and the PLEG publishes
+// a relist before the events it found in it, so the relist a sync sees is
+// never older than the change that woke it. Other wakes (a spec change, a
+// probe result, a predecessor gone) change nothing in the runtime. The
+// kubelet's workers read their status from the PLEG's cache in the same
+// way. Reading the runtime instead cost four or more CRI calls per sync:
+// at start-up, where each pod's own changes come back to it as several
+// events, about 4 ContainerStatus and 4 PodSandboxStatus calls per pod.
+func (w *worker) podStatus(ctx context.Context, uid types.UID) (*container.PodStatus, time.Time, error) {
 	d := w.ws.deps
 	kept := w.kept
 	w.kept = keptStatus{}
-	if timed && kept.st != nil && d.Relists != nil {
+	if kept.st != nil && d.Relists != nil {
 		r := d.Relists.LastRelist()
 		if r.At.After(kept.at) && d.Clock.Since(r.At) < d.Resync && r.Shows(kept.st) {
 			return kept.st, kept.at, nil
 		}
 	}
+	return w.readPodStatus(ctx, uid)
+}
+
+// readPodStatus reads the pod's status from the runtime: where the sync
+// changed what the relist does not compare (a resize's resources).
+func (w *worker) readPodStatus(ctx context.Context, uid types.UID) (*container.PodStatus, time.Time, error) {
+	d := w.ws.deps
 	at := d.Clock.Now()
 	st, err := d.Runtime.PodStatus(ctx, uid)
 	return st, at, err
-}
-
-// timedOut tells whether the worker's timer alone started this round: no
-// wake (a spec change, a PLEG event, a probe result) is pending. A pending
-// wake is taken, since the round serves it.
-func (w *worker) timedOut() bool {
-	select {
-	case <-w.wakeCh:
-		return false
-	default:
-		return true
-	}
 }

@@ -28,39 +28,41 @@ func (e *execEnv) relist(t *testing.T) pleg.Relist {
 	return pleg.Relist{Sandboxes: sbs, Containers: ctrs, At: e.clk.Now()}
 }
 
-func (e *execEnv) timedSync(timed bool) time.Duration {
-	return e.w.cancellableSync(context.Background(), e.pod, timed, e.w.ws.deps.Log)
-}
-
-// A sync that only its timer started takes the status the last sync left
-// when a later relist shows the pod unchanged, and reads the runtime in
-// every other case: a change the relist saw, a relist from before the last
-// sync's read or too old to trust, a sync something else started.
-func TestTimedSyncTakesKeptStatus(t *testing.T) {
+// A sync takes the status the last sync left when a later relist shows
+// the pod unchanged, whatever woke it, and reads the runtime in every other
+// case: a change the relist saw, a relist from before the last sync's read
+// or too old to trust.
+func TestSyncTakesKeptStatus(t *testing.T) {
 	for name, tc := range map[string]struct {
 		// before changes the runtime and the relist after the first sync.
 		before func(t *testing.T, e *execEnv, r *fakeRelists)
-		timed  bool
 		reads  bool
 	}{
-		"unchanged": {timed: true, before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+		"unchanged": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
 		}},
-		"unchanged, started by an event": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
-			e.clk.Step(time.Second)
-			r.last = e.relist(t)
-		}, reads: true},
-		"a container exited": {timed: true, before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+		"a container exited": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
 			e.rt.Exit(e.containerID(t, "app"), 1, "Error")
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
 		}, reads: true},
-		"the relist began before the last read": {timed: true, before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+		"the sandbox is not ready": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+			sbs, err := e.rt.ListPodSandboxes(context.Background(), nil)
+			if err != nil || len(sbs) != 1 {
+				t.Fatalf("sandboxes %v, %v", sbs, err)
+			}
+			if err := e.rt.StopPodSandbox(context.Background(), sbs[0].Id); err != nil {
+				t.Fatal(err)
+			}
+			e.clk.Step(time.Second)
+			r.last = e.relist(t)
+		}, reads: true},
+		"the relist began before the last read": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
 			r.last = e.relist(t)
 			r.last.At = r.last.At.Add(-time.Millisecond)
 		}, reads: true},
-		"the relist is older than a resync period": {timed: true, before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+		"the relist is older than a resync period": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
 			e.clk.Step(time.Minute)
@@ -70,14 +72,14 @@ func TestTimedSyncTakesKeptStatus(t *testing.T) {
 			e := newExecEnv(t, execPod("app"))
 			relists := &fakeRelists{}
 			e.w.ws.deps.Relists = relists
-			e.timedSync(true) // starts the pod: nothing is kept yet
+			e.sync() // starts the pod: nothing is kept yet
 			if n := len(e.rt.CallsOf("PodStatus")); n != 1 {
 				t.Fatalf("the first sync read the pod %d times, want once", n)
 			}
 			id := e.containerID(t, "app")
 			tc.before(t, e, relists)
 			before := len(e.rt.CallsOf("PodStatus"))
-			next := e.timedSync(tc.timed)
+			next := e.sync()
 			if read := len(e.rt.CallsOf("PodStatus")) > before; read != tc.reads {
 				t.Errorf("the sync read the runtime: %v, want %v", read, tc.reads)
 			}
@@ -88,21 +90,5 @@ func TestTimedSyncTakesKeptStatus(t *testing.T) {
 				t.Errorf("published %+v", got)
 			}
 		})
-	}
-}
-
-// A pending wake makes a round the timer started an event's round, and
-// the round takes the wake.
-func TestTimedOut(t *testing.T) {
-	e := newExecEnv(t, execPod("app"))
-	if !e.w.timedOut() {
-		t.Error("with no wake pending the round is not the timer's")
-	}
-	e.w.wake()
-	if e.w.timedOut() {
-		t.Error("with a wake pending the round is the timer's")
-	}
-	if len(e.w.wakeCh) != 0 {
-		t.Error("the wake was left pending")
 	}
 }

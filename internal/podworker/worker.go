@@ -152,13 +152,11 @@ func (w *worker) run(ctx context.Context) {
 	timer := d.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
-		timed := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.wakeCh:
 		case <-timer.C():
-			timed = w.timedOut()
 		}
 		pod, terminating, ev := w.snapshot()
 		if !terminating && pod == nil {
@@ -176,7 +174,7 @@ func (w *worker) run(ctx context.Context) {
 			w.kept = keptStatus{}
 			next = w.evict(ctx, pod, ev, log)
 		default:
-			next = w.cancellableSync(ctx, pod, timed, log)
+			next = w.cancellableSync(ctx, pod, log)
 			w.lastSynced = pod
 		}
 		d.Metrics.synced(op, d.Clock.Since(began))
@@ -205,7 +203,7 @@ func (w *worker) run(ctx context.Context) {
 // cancellableSync runs sync with a context that kill cancels. A kill that
 // came before the sync began cancels it too: the sync then stops at its
 // first runtime call and the loop goes on to terminate.
-func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, timed bool, log *slog.Logger) time.Duration {
+func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w.mu.Lock()
@@ -219,18 +217,17 @@ func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, timed bool, l
 		w.cancelSync = nil
 		w.mu.Unlock()
 	}()
-	return w.sync(ctx, pod, timed, log)
+	return w.sync(ctx, pod, log)
 }
 
 // sync carries out one round of ComputePlan for pod and publishes its
-// status. It returns when the worker should sync again without an event;
-// timed is set when only that timer started it.
-func (w *worker) sync(ctx context.Context, pod *v1.Pod, timed bool, log *slog.Logger) time.Duration {
+// status. It returns when the worker should sync again without an event.
+func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
 	d := w.ws.deps
 	if w.restoreEviction(pod, log) {
 		return 0
 	}
-	st, readAt, err := w.podStatus(ctx, pod.UID, timed)
+	st, readAt, err := w.podStatus(ctx, pod.UID)
 	if err != nil {
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError
@@ -277,7 +274,7 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, timed bool, log *slog.Lo
 	allocated := w.resizeAllocate(pod, log)
 	restarts, resized := w.resizeRunning(ctx, allocated, st, log)
 	if resized {
-		if st, readAt, err = w.podStatus(ctx, pod.UID, false); err != nil {
+		if st, readAt, err = w.readPodStatus(ctx, pod.UID); err != nil {
 			log.Warn("reading pod status from the runtime failed", "err", err)
 			return retryAfterError
 		}

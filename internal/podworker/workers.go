@@ -200,9 +200,9 @@ type Deps struct {
 	// Resync is how often a worker syncs with no event (the kubelet's
 	// syncFrequency).
 	Resync time.Duration
-	// Relists is the PLEG: a sync its timer started takes the status the
-	// last sync left when the PLEG's last relist shows it unchanged
-	// (kept.go); nil reads the runtime on every sync.
+	// Relists is the PLEG: a sync takes the status the last sync left
+	// when the PLEG's last relist shows it unchanged (kept.go); nil reads
+	// the runtime on every sync.
 	Relists Relists
 	// ParallelImagePulls bounds the image pulls in flight: 1 with
 	// serializeImagePulls, else maxParallelImagePulls; 0 for no bound.
