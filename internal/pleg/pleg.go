@@ -140,42 +140,74 @@ type Relist struct {
 	At time.Time
 }
 
-// Shows tells whether the relist saw the pod of st as st has it: the same
-// sandboxes, each ready or not, and the same containers in their sandboxes,
-// each in the same state. Where it does, st is as current as the relist as
-// far as the PLEG can tell, and a worker may sync on it without reading the
-// runtime again: the kubelet's workers read the status the PLEG's relist
+// Changes is what a relist shows of one pod that differs from a status of
+// it: the sandboxes and containers to read again, being new or in another
+// state, and those the runtime no longer has.
+type Changes struct {
+	Sandboxes      []string
+	Containers     []ContainerRef
+	GoneSandboxes  []string
+	GoneContainers []string
+}
+
+// ContainerRef names a container and the sandbox it is in.
+type ContainerRef struct{ ID, SandboxID string }
+
+// None tells whether the relist showed the pod as the status has it.
+func (c Changes) None() bool {
+	return len(c.Sandboxes)+len(c.Containers)+len(c.GoneSandboxes)+len(c.GoneContainers) == 0
+}
+
+// Changes compares the relist with st, the status of one pod: the same
+// sandboxes, each ready or not, and the same containers in the pod's
+// sandboxes, each in the same state. Where there are none, st is as current
+// as the relist as far as the PLEG can tell, and a worker may sync on it
+// without reading the runtime again; where there are some, it need read
+// only those. The kubelet's workers read the status the PLEG's relist
 // keeps, refreshed only for the pods whose states changed, in the same way.
-func (r Relist) Shows(st *container.PodStatus) bool {
+func (r Relist) Changes(st *container.PodStatus) Changes {
+	var ch Changes
 	ready := map[string]bool{} // the pod's sandboxes in the relist
 	for _, sb := range r.Sandboxes {
 		if types.UID(sb.GetLabels()[container.LabelPodUID]) == st.UID {
 			ready[sb.GetId()] = sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY
 		}
 	}
-	if len(ready) != len(st.Sandboxes) {
-		return false
-	}
+	had := make(map[string]bool, len(st.Sandboxes))
 	for _, sb := range st.Sandboxes {
-		if listed, ok := ready[sb.ID]; !ok || listed != sb.Ready {
-			return false
+		had[sb.ID] = true
+		switch listed, ok := ready[sb.ID]; {
+		case !ok:
+			ch.GoneSandboxes = append(ch.GoneSandboxes, sb.ID)
+		case listed != sb.Ready:
+			ch.Sandboxes = append(ch.Sandboxes, sb.ID)
+		}
+	}
+	for _, sb := range r.Sandboxes {
+		if _, ours := ready[sb.GetId()]; ours && !had[sb.GetId()] {
+			ch.Sandboxes = append(ch.Sandboxes, sb.GetId())
 		}
 	}
 	states := make(map[string]container.State, len(st.Containers))
 	for _, c := range st.Containers {
 		states[c.ID] = c.State
 	}
-	seen := 0
+	listed := map[string]bool{}
 	for _, c := range r.Containers {
 		if _, ours := ready[c.GetPodSandboxId()]; !ours {
 			continue
 		}
+		listed[c.GetId()] = true
 		if s, ok := states[c.GetId()]; !ok || s != container.StateOf(c.GetState()) {
-			return false
+			ch.Containers = append(ch.Containers, ContainerRef{ID: c.GetId(), SandboxID: c.GetPodSandboxId()})
 		}
-		seen++
 	}
-	return seen == len(st.Containers)
+	for _, c := range st.Containers {
+		if !listed[c.ID] {
+			ch.GoneContainers = append(ch.GoneContainers, c.ID)
+		}
+	}
+	return ch
 }
 
 // New returns a PLEG that relists every period.

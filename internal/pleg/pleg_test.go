@@ -382,10 +382,9 @@ func TestFollowUpsDoNotWidenTheGap(t *testing.T) {
 	}
 }
 
-// A status the relist shows has every sandbox of the pod, ready or not as
-// the relist saw it, and every container in those sandboxes in the same
-// state; other pods' objects do not matter.
-func TestRelistShows(t *testing.T) {
+// A relist's changes against a status are exactly what the status lacks:
+// what to read again and what is gone.
+func TestRelistChanges(t *testing.T) {
 	const (
 		running = runtimeapi.ContainerState_CONTAINER_RUNNING
 		exited  = runtimeapi.ContainerState_CONTAINER_EXITED
@@ -404,27 +403,55 @@ func TestRelistShows(t *testing.T) {
 			},
 		}
 	}
-	if !relist.Shows(shown()) {
-		t.Fatal("the relist does not show the status it was made from")
+	if ch := relist.Changes(shown()); !ch.None() {
+		t.Fatalf("the relist differs from the status it was made from: %+v", ch)
 	}
-	for name, change := range map[string]func(*container.PodStatus){
-		"a container exited since": func(st *container.PodStatus) { st.Containers[0].State = container.StateExited },
-		"a container the relist lacks": func(st *container.PodStatus) {
-			st.Containers = append(st.Containers, container.ContainerStatus{ID: "c2", SandboxID: "s2", State: container.StateCreated})
+	for name, tc := range map[string]struct {
+		change func(*container.PodStatus)
+		want   Changes
+	}{
+		"a container exited since": {
+			change: func(st *container.PodStatus) { st.Containers[0].State = container.StateExited },
+			want:   Changes{Containers: []ContainerRef{{ID: "c1", SandboxID: "s2"}}},
 		},
-		"a container missed":         func(st *container.PodStatus) { st.Containers = st.Containers[:1] },
-		"a sandbox stopped since":    func(st *container.PodStatus) { st.Sandboxes[0].Ready = false },
-		"a sandbox missed":           func(st *container.PodStatus) { st.Sandboxes = st.Sandboxes[:1] },
-		"a sandbox the relist lacks": func(st *container.PodStatus) { st.Sandboxes[1].ID = "s3" },
-		"another pod":                func(st *container.PodStatus) { st.UID = "c" },
+		"a container the relist lacks": {
+			change: func(st *container.PodStatus) {
+				st.Containers = append(st.Containers, container.ContainerStatus{ID: "c2", SandboxID: "s2", State: container.StateCreated})
+			},
+			want: Changes{GoneContainers: []string{"c2"}},
+		},
+		"a container missed": {
+			change: func(st *container.PodStatus) { st.Containers = st.Containers[:1] },
+			want:   Changes{Containers: []ContainerRef{{ID: "c0", SandboxID: "s1"}}},
+		},
+		"a sandbox stopped since": {
+			change: func(st *container.PodStatus) { st.Sandboxes[0].Ready = false },
+			want:   Changes{Sandboxes: []string{"s2"}},
+		},
+		"a sandbox missed, with its container": {
+			change: func(st *container.PodStatus) {
+				st.Sandboxes = st.Sandboxes[:1]
+				st.Containers = st.Containers[:1]
+			},
+			want: Changes{Sandboxes: []string{"s1"}, Containers: []ContainerRef{{ID: "c0", SandboxID: "s1"}}},
+		},
+		"a sandbox the relist lacks": {
+			change: func(st *container.PodStatus) { st.Sandboxes[1].ID = "s3" },
+			want:   Changes{Sandboxes: []string{"s1"}, GoneSandboxes: []string{"s3"}},
+		},
+		"another pod": {
+			change: func(st *container.PodStatus) { st.UID = "b" },
+			want: Changes{Sandboxes: []string{"s9"}, GoneSandboxes: []string{"s2", "s1"},
+				Containers: []ContainerRef{{ID: "c9", SandboxID: "s9"}}, GoneContainers: []string{"c1", "c0"}},
+		},
 	} {
 		st := shown()
-		change(st)
-		if relist.Shows(st) {
-			t.Errorf("%s: the relist shows it", name)
+		tc.change(st)
+		if got := relist.Changes(st); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: changes %+v, want %+v", name, got, tc.want)
 		}
 	}
-	if !(Relist{}).Shows(&container.PodStatus{UID: "z"}) {
-		t.Error("a pod with nothing in the runtime is not shown by a relist without it")
+	if ch := (Relist{}).Changes(&container.PodStatus{UID: "z"}); !ch.None() {
+		t.Errorf("a pod with nothing in the runtime changed in a relist without it: %+v", ch)
 	}
 }

@@ -2,12 +2,14 @@ package podworker
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/runtime"
 )
 
 // Relists gives the PLEG's last relist; *pleg.PLEG implements it.
@@ -24,32 +26,77 @@ type keptStatus struct {
 	at time.Time
 }
 
-// podStatus is the pod's runtime status for a sync and when it was read.
-// A sync takes the kept status when a relist that began after it was read,
-// and is less than a resync period old, shows the pod unchanged: the
-// runtime would answer with the same states, and every change of state
-// after that relist wakes the worker again through a later one.
+// podStatus is the pod's runtime status for a sync and when it is as
+// current as. When a relist that began after the kept status was read, and
+// is less than a resync period old, shows the pod unchanged, the sync takes
+// the kept status: the runtime would answer with the same states, and every
+// change of state after that relist wakes the worker again through a later
+// one. When the relist shows some sandboxes or containers changed, new or
+// gone, the sync reads only those (refresh): the rest the relist vouches
+// for.
 //
 // It holds for a sync an event started as well as for the resync: every
 // runtime change reaches a worker as a PLEG event, and the PLEG publishes
 // a relist before the events it found in it, so the relist a sync sees is
 // never older than the change that woke it. Other wakes (a spec change, a
 // probe result, a predecessor gone) change nothing in the runtime. The
-// kubelet's workers read their status from the PLEG's cache in the same
-// way. Reading the runtime instead cost four or more CRI calls per sync:
-// at start-up, where each pod's own changes come back to it as several
-// events, about 4 ContainerStatus and 4 PodSandboxStatus calls per pod.
+// kubelet's workers read their status from the PLEG's cache, refreshed for
+// the pods whose states changed, in the same way. Reading the whole pod
+// instead costs two lists and a status call per sandbox and container:
+// for a container's restart, five calls where one does.
 func (w *worker) podStatus(ctx context.Context, uid types.UID) (*container.PodStatus, time.Time, error) {
 	d := w.ws.deps
 	kept := w.kept
 	w.kept = keptStatus{}
 	if kept.st != nil && d.Relists != nil {
 		r := d.Relists.LastRelist()
-		if r.At.After(kept.at) && d.Clock.Since(r.At) < d.Resync && r.Shows(kept.st) {
-			return kept.st, kept.at, nil
+		if r.At.After(kept.at) && d.Clock.Since(r.At) < d.Resync {
+			ch := r.Changes(kept.st)
+			if ch.None() {
+				return kept.st, kept.at, nil
+			}
+			st, err := w.refresh(ctx, kept.st, ch)
+			if err == nil {
+				return st, r.At, nil
+			}
+			w.ws.deps.Log.Debug("refreshing the pod's status failed; reading it whole", "pod", w.namespace+"/"+w.name, "err", err)
 		}
 	}
 	return w.readPodStatus(ctx, uid)
+}
+
+// refresh is st with what a relist showed changed read again: each sandbox
+// and container it showed new or in another state, and without those it
+// no longer showed or the runtime has removed since.
+func (w *worker) refresh(ctx context.Context, st *container.PodStatus, ch pleg.Changes) (*container.PodStatus, error) {
+	rt := w.ws.deps.Runtime
+	goneSandboxes := slices.Clone(ch.GoneSandboxes)
+	var sandboxes []container.SandboxStatus
+	for _, id := range ch.Sandboxes {
+		sb, err := rt.SandboxStatus(ctx, id)
+		if runtime.IsNotFound(err) {
+			goneSandboxes = append(goneSandboxes, id)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sandboxes = append(sandboxes, sb)
+	}
+	gone := slices.Clone(ch.GoneContainers)
+	var read []container.ContainerStatus
+	for _, c := range ch.Containers {
+		cs, err := rt.ReadContainerStatus(ctx, c.ID, c.SandboxID)
+		if runtime.IsNotFound(err) {
+			gone = append(gone, c.ID)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		read = append(read, cs)
+	}
+	return withContainers(withSandboxes(st, sandboxes, goneSandboxes), read, gone), nil
 }
 
 // readPodStatus reads the pod's status from the runtime: where the sync

@@ -2,6 +2,9 @@ package podworker
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,44 +32,74 @@ func (e *execEnv) relist(t *testing.T) pleg.Relist {
 }
 
 // A sync takes the status the last sync left when a later relist shows
-// the pod unchanged, whatever woke it, and reads the runtime in every other
-// case: a change the relist saw, a relist from before the last sync's read
-// or too old to trust.
+// the pod unchanged, whatever woke it; reads again only what a later relist
+// shows changed; and reads the whole pod when the relist is from before the
+// last sync's read or too old to trust, or a refresh fails.
 func TestSyncTakesKeptStatus(t *testing.T) {
+	ctx := context.Background()
+	const whole = "PodStatus u1"
 	for name, tc := range map[string]struct {
-		// before changes the runtime and the relist after the first sync.
-		before func(t *testing.T, e *execEnv, r *fakeRelists)
-		reads  bool
+		// before changes the runtime and the relist after the first sync;
+		// it returns the reads the next sync must begin with.
+		before func(t *testing.T, e *execEnv, r *fakeRelists) []string
+		// restarted: the next sync replaces the container, having read
+		// its exit.
+		restarted bool
 	}{
-		"unchanged": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+		"unchanged": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
+			return nil
 		}},
-		"a container exited": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
-			e.rt.Exit(e.containerID(t, "app"), 1, "Error")
+		"a container exited": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
+			id := e.containerID(t, "app")
+			e.rt.Exit(id, 1, "Error")
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
-		}, reads: true},
-		"the sandbox is not ready": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
-			sbs, err := e.rt.ListPodSandboxes(context.Background(), nil)
+			return []string{"ReadContainerStatus " + id}
+		}, restarted: true},
+		"a container exited and was removed after the relist": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
+			id := e.containerID(t, "app")
+			e.rt.Exit(id, 1, "Error")
+			e.clk.Step(time.Second)
+			r.last = e.relist(t)
+			if err := e.rt.RemoveContainer(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"ReadContainerStatus " + id}
+		}},
+		"the sandbox stopped": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
+			sbs, err := e.rt.ListPodSandboxes(ctx, nil)
 			if err != nil || len(sbs) != 1 {
 				t.Fatalf("sandboxes %v, %v", sbs, err)
 			}
-			if err := e.rt.StopPodSandbox(context.Background(), sbs[0].Id); err != nil {
+			id := e.containerID(t, "app")
+			if err := e.rt.StopPodSandbox(ctx, sbs[0].Id); err != nil {
 				t.Fatal(err)
 			}
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
-		}, reads: true},
-		"the relist began before the last read": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+			return []string{"SandboxStatus " + sbs[0].Id, "ReadContainerStatus " + id}
+		}},
+		"a refresh that fails reads the pod whole": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
+			id := e.containerID(t, "app")
+			e.rt.Exit(id, 1, "Error")
+			e.clk.Step(time.Second)
+			r.last = e.relist(t)
+			e.rt.FailOnce("ReadContainerStatus "+id, errors.New("transport is closing"))
+			return []string{"ReadContainerStatus " + id, whole}
+		}, restarted: true},
+		"the relist began before the last read": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
 			r.last = e.relist(t)
 			r.last.At = r.last.At.Add(-time.Millisecond)
-		}, reads: true},
-		"the relist is older than a resync period": {before: func(t *testing.T, e *execEnv, r *fakeRelists) {
+			return []string{whole}
+		}},
+		"the relist is older than a resync period": {before: func(t *testing.T, e *execEnv, r *fakeRelists) []string {
 			e.clk.Step(time.Second)
 			r.last = e.relist(t)
 			e.clk.Step(time.Minute)
-		}, reads: true},
+			return []string{whole}
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newExecEnv(t, execPod("app"))
@@ -77,17 +110,29 @@ func TestSyncTakesKeptStatus(t *testing.T) {
 				t.Fatalf("the first sync read the pod %d times, want once", n)
 			}
 			id := e.containerID(t, "app")
-			tc.before(t, e, relists)
-			before := len(e.rt.CallsOf("PodStatus"))
+			want := tc.before(t, e, relists)
+			e.rt.ClearCalls()
 			next := e.sync()
-			if read := len(e.rt.CallsOf("PodStatus")) > before; read != tc.reads {
-				t.Errorf("the sync read the runtime: %v, want %v", read, tc.reads)
+			var reads []string
+			for _, c := range e.rt.Calls() {
+				m, _, _ := strings.Cut(c, " ")
+				if m != "PodStatus" && m != "SandboxStatus" && m != "ReadContainerStatus" {
+					break // the sync's steps begin
+				}
+				reads = append(reads, c)
 			}
-			if !tc.reads && (next != time.Minute || e.containerID(t, "app") != id) {
+			if !slices.Equal(reads, want) {
+				t.Errorf("the sync began with the reads %q, want %q", reads, want)
+			}
+			if want == nil && (next != time.Minute || e.containerID(t, "app") != id) {
 				t.Errorf("on the kept status the sync did more than wait for the resync: next %s", next)
 			}
-			if got := e.status(t).ContainerStatuses; len(got) != 1 || got[0].ContainerID == "" {
-				t.Errorf("published %+v", got)
+			got := e.status(t).ContainerStatuses
+			if len(got) != 1 || got[0].ContainerID == "" {
+				t.Fatalf("published %+v", got)
+			}
+			if last := got[0].LastTerminationState.Terminated; tc.restarted && (last == nil || last.ExitCode != 1 || got[0].RestartCount != 1) {
+				t.Errorf("the replacement's status does not show the exit: %+v", got[0])
 			}
 		})
 	}

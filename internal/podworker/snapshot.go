@@ -45,6 +45,27 @@ func withSandbox(st *container.PodStatus, sb container.SandboxStatus) *container
 	return &out
 }
 
+// withSandboxes is st with the sandboxes in read as read (each replaces
+// the sandbox of its ID, or is added when new) and without those in gone,
+// newest first as PodStatus orders them.
+func withSandboxes(st *container.PodStatus, read []container.SandboxStatus, gone []string) *container.PodStatus {
+	out := *st
+	out.Sandboxes = slices.DeleteFunc(slices.Clone(st.Sandboxes), func(sb container.SandboxStatus) bool {
+		return slices.Contains(gone, sb.ID)
+	})
+	for _, r := range read {
+		if i := slices.IndexFunc(out.Sandboxes, func(sb container.SandboxStatus) bool { return sb.ID == r.ID }); i >= 0 {
+			out.Sandboxes[i] = r
+			continue
+		}
+		out.Sandboxes = append(out.Sandboxes, r)
+	}
+	sort.SliceStable(out.Sandboxes, func(i, j int) bool {
+		return out.Sandboxes[i].CreatedAt.After(out.Sandboxes[j].CreatedAt)
+	})
+	return &out
+}
+
 // withContainers is st with the containers a sync created, started or
 // stopped as it read them after its steps (read: each replaces the
 // instance of its ID, or is added when new) and without those it removed

@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,5 +54,28 @@ func TestWithContainers(t *testing.T) {
 				t.Error("the snapshot it was given changed")
 			}
 		})
+	}
+}
+
+func TestWithSandboxes(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	sb := func(id string, at time.Time, ready bool) container.SandboxStatus {
+		return container.SandboxStatus{ID: id, CreatedAt: at, Ready: ready}
+	}
+	ids := func(sbs []container.SandboxStatus) []string {
+		var out []string
+		for _, s := range sbs {
+			out = append(out, s.ID+":"+strconv.FormatBool(s.Ready))
+		}
+		return out
+	}
+	before := []container.SandboxStatus{sb("b", t0.Add(time.Second), true), sb("a", t0, false)}
+	st := &container.PodStatus{UID: "u", Sandboxes: before}
+	got := withSandboxes(st, []container.SandboxStatus{sb("b", t0.Add(time.Second), false), sb("c", t0.Add(2*time.Second), true)}, []string{"a"})
+	if want := []string{"c:true", "b:false"}; !slices.Equal(ids(got.Sandboxes), want) {
+		t.Errorf("sandboxes %q, want %q", ids(got.Sandboxes), want)
+	}
+	if want := []string{"b:true", "a:false"}; !slices.Equal(ids(st.Sandboxes), want) {
+		t.Errorf("the snapshot it was given changed: %q", ids(st.Sandboxes))
 	}
 }
