@@ -18,8 +18,9 @@ type Relists interface {
 }
 
 // keptStatus is the pod's runtime status as the worker's last sync left
-// it: read at the sync's start (at), with what the sync's own steps
-// changed folded in. Only a sync that ran to its end keeps one; anything
+// it: read at the sync's start, with what the sync's own steps changed
+// folded in. at is when it is current from: the read, or the end of the
+// steps when they changed something. Only a sync that ran to its end keeps one; anything
 // else the worker does to the pod (an eviction, a kill) drops it.
 type keptStatus struct {
 	st *container.PodStatus

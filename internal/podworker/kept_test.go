@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,5 +136,33 @@ func TestSyncTakesKeptStatus(t *testing.T) {
 				t.Errorf("the replacement's status does not show the exit: %+v", got[0])
 			}
 		})
+	}
+}
+
+// A relist that began while the last sync's steps ran may not show what
+// they made: a sync after it reads the pod whole rather than take the
+// sandbox and container it lacks for gone and make them again.
+func TestSyncDoesNotTakeARelistFromDuringTheSteps(t *testing.T) {
+	e := newExecEnv(t, execPod("app"))
+	relists := &fakeRelists{}
+	e.w.ws.deps.Relists = relists
+	var once sync.Once
+	e.rt.OnCall(func(_ context.Context, call string) error {
+		if strings.HasPrefix(call, "RunPodSandbox") {
+			once.Do(func() {
+				e.clk.Step(time.Millisecond)
+				relists.last = e.relist(t) // the pod has nothing yet
+			})
+		}
+		return nil
+	})
+	e.sync()
+	if len(relists.last.Sandboxes) != 0 || !relists.last.At.After(execT0) {
+		t.Fatalf("the relist was not taken during the steps: %+v", relists.last)
+	}
+	e.rt.ClearCalls()
+	e.sync()
+	if got := e.rt.CallsOf("PodStatus", "RunPodSandbox", "CreateContainer"); !slices.Equal(got, []string{"PodStatus u1"}) {
+		t.Errorf("the sync after made the calls %q, want the pod read whole and nothing made", got)
 	}
 }

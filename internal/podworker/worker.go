@@ -285,9 +285,16 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 	next := d.Resync
 	if !plan.Idle() {
 		var after time.Duration
-		if st, after, err = w.applyAndObserve(ctx, allocated, st, plan, log); err != nil {
+		var changedAt time.Time
+		if st, changedAt, after, err = w.applyAndObserve(ctx, allocated, st, plan, log); err != nil {
 			log.Warn("reading pod status from the runtime failed", "err", err)
 			return retryAfterError
+		}
+		if !changedAt.IsZero() {
+			// A relist that began before the steps' last change may not
+			// show what they made or removed: the kept status vouches for
+			// nothing before it.
+			readAt = changedAt
 		}
 		if after > 0 && after < next {
 			next = after
@@ -314,15 +321,16 @@ func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.D
 
 // applyAndObserve carries out plan's steps, then reads back what they
 // changed to publish it (observe): the read is the steps' results fed
-// back. Steps that only waited out back-offs did no I/O, and the sync's
-// snapshot still stands.
-func (w *worker) applyAndObserve(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (*container.PodStatus, time.Duration, error) {
+// back. changedAt is when the steps were done, zero when they only waited
+// out back-offs: they did no I/O, and the sync's snapshot still stands.
+func (w *worker) applyAndObserve(ctx context.Context, pod *v1.Pod, st *container.PodStatus, plan Plan, log *slog.Logger) (_ *container.PodStatus, changedAt time.Time, after time.Duration, _ error) {
 	after, ex := w.apply(ctx, pod, st, plan, log)
 	if !ex.touched {
-		return st, after, nil
+		return st, time.Time{}, after, nil
 	}
+	changedAt = w.ws.deps.Clock.Now()
 	st, err := ex.observe(ctx)
-	return st, after, err
+	return st, changedAt, after, err
 }
 
 func (w *worker) publish(pod *v1.Pod, st *container.PodStatus, terminating bool) {
