@@ -206,8 +206,8 @@ func (r *Runtime) CollectNetwork(ctx context.Context) {
 // Run keeps the runtime in order until ctx ends, then returns once all of
 // it has stopped: the network GC, the shim reaper, log rotation, the
 // managed containerd's supervisor (which tells the network GC of each
-// exit and restart) and its task event stream, which calls relist after
-// each event. Start must have succeeded; the PLEG behind relist is built
+// exit and restart) and its event stream, which calls relist after each
+// exit, OOM kill or deletion. Start must have succeeded; the PLEG behind relist is built
 // before. Stop follows it.
 func (r *Runtime) Run(ctx context.Context, relist func()) {
 	var wg sync.WaitGroup
@@ -250,8 +250,8 @@ func (r *Runtime) supervise(ctx context.Context) {
 
 // watchEvents streams the task events of the containerd at address (the
 // managed one, or an external one without GetContainerEvents): an exit or
-// an OOM kill is known from the event at once, and each event asks for a
-// relist. When the stream stops for good, the relist still covers it.
+// an OOM kill is known from the event at once, and each event (an exit,
+// an OOM kill, a deletion: containerd.WatchTasks) asks for a relist. When the stream stops for good, the relist still covers it.
 func (r *Runtime) watchEvents(ctx context.Context, address string, relist func()) {
 	err := containerd.WatchTasks(ctx, address, r.log, func(ev containerd.TaskEvent) {
 		switch ev.Topic {
@@ -269,8 +269,8 @@ func (r *Runtime) watchEvents(ctx context.Context, address string, relist func()
 
 // watchContainerEvents streams an external runtime's container events
 // (CRI GetContainerEvents: containerd 1.7 and 2, CRI-O): a stopped
-// container's exit is known from its event at once, and each event asks
-// for a relist. A containerd without the call (1.6, Debian 12's) serves
+// container's exit is known from its event at once, and each stop or
+// deletion asks for a relist. A containerd without the call (1.6, Debian 12's) serves
 // its own event service on the same socket: its task events are followed
 // as the managed containerd's are. Any other runtime without the call
 // leaves it to the relist.
@@ -279,7 +279,9 @@ func (r *Runtime) watchContainerEvents(ctx context.Context, relist func()) {
 		if x, ok := runtime.ExitOf(ev); ok {
 			r.CRI.RecordExit(ev.GetContainerId(), x)
 		}
-		relist()
+		if asksForRelist(ev.GetContainerEventType()) {
+			relist()
+		}
 	})
 	if err == nil {
 		return
@@ -290,6 +292,19 @@ func (r *Runtime) watchContainerEvents(ctx context.Context, relist func()) {
 		return
 	}
 	r.log.Info("no container event stream; relying on relist", "err", err)
+}
+
+// asksForRelist tells whether a CRI container event is news to berth: a
+// container stopped or deleted. One created or started is a pod worker's
+// own step, which it read back when it made it; a relist for each made
+// most of the relists at start-up (containerd's task events are followed
+// for the same topics, containerd.WatchTasks).
+func asksForRelist(t runtimeapi.ContainerEventType) bool {
+	switch t {
+	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+		return false
+	}
+	return true
 }
 
 // containerdAddress is the socket of containerd's own API when the CRI

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/berth-dev/berth/internal/config"
 )
 
@@ -35,6 +37,21 @@ func TestContainerdAddress(t *testing.T) {
 		got, ok := containerdAddress(tc.runtime, tc.endpoint)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%s: containerdAddress(%q, %q) = %q, %v; want %q, %v", tc.name, tc.runtime, tc.endpoint, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Only a stop or a deletion is news that asks for a relist: a creation or a
+// start is a pod worker's own step.
+func TestAsksForRelist(t *testing.T) {
+	for ev, want := range map[runtimeapi.ContainerEventType]bool{
+		runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT: false,
+		runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT: false,
+		runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT: true,
+		runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT: true,
+	} {
+		if got := asksForRelist(ev); got != want {
+			t.Errorf("%s: asks for a relist %v, want %v", ev, got, want)
 		}
 	}
 }

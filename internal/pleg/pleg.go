@@ -31,17 +31,17 @@ const followUps = 4
 func followUpDelay(step int) time.Duration { return 20 * time.Millisecond << (2 * step) }
 
 // eventRelistGap is the least time between two relists that events caused:
-// starting many pods at once makes several events per pod, and a relist
+// stopping many pods at once makes several events per pod, and a relist
 // per event would list every pod's sandboxes and containers hundreds of
 // times a second, costing the runtime what the pods need. Events within
-// the gap fold into one relist at its end.
+// the gap fold into one relist at its end. (Only exits, OOM kills and
+// deletions ask for a relist: a task's creation and start are a worker's
+// own steps. When they asked too, 50 pods starting at once on 2 cores made
+// a relist every 20 ms, 5-7 of each pod's 6-9 ListContainers and
+// ListPodSandbox calls, for changes their workers had read already.)
 //
 // While events keep coming in a burst (burstEvents within burstWindow), the
-// gap from the last event's relist doubles, up to maxEventRelistGap: 50
-// pods starting at once on 2 cores made a relist every 20 ms for the 6 s of
-// the start-up (about 5 of the 9 ListContainers and ListPodSandbox calls
-// per pod; 7 with the burst rule), and the pods' own workers had read each
-// change they made already. An event
+// gap from the last event's relist doubles, up to maxEventRelistGap. An event
 // after a quiet gap (a container that exits, the kill of the reaction
 // benchmark) relists at once, or at least eventRelistGap after the last
 // follow-up, and starts the gap afresh. A container's restart is no burst:

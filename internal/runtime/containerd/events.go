@@ -119,11 +119,15 @@ func followStream(ctx context.Context, sub events.Subscriber, log *slog.Logger, 
 	}
 }
 
-// followedTopics are the task events berth acts on. Not the exec
-// events: each exec probe makes an exec-added and an exec-started (and an
-// exit, told apart only by its IDs, so left out here), at 100 exec probes
-// a second a stream containerd would send for nothing.
-var followedTopics = []string{TopicTaskCreate, TopicTaskStart, TopicTaskOOM, TopicTaskExit, TopicTaskDelete}
+// followedTopics are the task events berth acts on: those that tell of a
+// change berth did not make, a task's exit, OOM kill or deletion. A task's
+// creation and start are a pod worker's own steps, which it reads back
+// when it makes them; followed, each asked for a relist of every pod, four
+// per pod at start-up, most of the relists then. Nor the exec events: each
+// exec probe makes an exec-added and an exec-started (and an exit, told
+// apart only by its IDs, so dropped in toTaskEvent), at 100 exec probes a
+// second a stream containerd would send for nothing.
+var followedTopics = []string{TopicTaskOOM, TopicTaskExit, TopicTaskDelete}
 
 // taskFilters select followedTopics in the CRI namespace, on the server.
 // containerd joins the filters of one subscription with OR and the terms

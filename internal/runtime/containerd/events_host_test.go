@@ -43,12 +43,12 @@ func TestWatchTasksFollowsContainerdRestart(t *testing.T) {
 		ticker := time.NewTicker(20 * time.Millisecond)
 		defer ticker.Stop()
 		for {
-			if err := c.EventService().Publish(pubCtx, TopicTaskStart, &apievents.TaskStart{ContainerID: id}); err != nil {
+			if err := c.EventService().Publish(pubCtx, TopicTaskDelete, &apievents.TaskDelete{ContainerID: id}); err != nil {
 				t.Fatalf("publish: %v", err)
 			}
 			select {
 			case ev := <-got:
-				if ev.ContainerID == id && ev.Topic == TopicTaskStart {
+				if ev.ContainerID == id && ev.Topic == TopicTaskDelete {
 					earlier = append(earlier, id)
 					return
 				}

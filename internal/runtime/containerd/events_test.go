@@ -174,8 +174,8 @@ func TestTaskFilters(t *testing.T) {
 		want             bool
 	}{
 		{TopicTaskExit, criNamespace, true},
-		{TopicTaskStart, criNamespace, true},
-		{TopicTaskCreate, criNamespace, true},
+		{TopicTaskStart, criNamespace, false},
+		{TopicTaskCreate, criNamespace, false},
 		{TopicTaskOOM, criNamespace, true},
 		{TopicTaskDelete, criNamespace, true},
 		{"/tasks/exec-added", criNamespace, false},
