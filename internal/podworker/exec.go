@@ -356,6 +356,13 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 		return retryAfterError
 	}
 	ex.changed = append(ex.changed, madeOrStopped{id: id, sandboxID: ex.sandboxID})
+	if d.Resize != nil && specContainer(pod, c.Name) != nil { // not an ephemeral one
+		// The container runs with what is allocated now (the kubelet's
+		// SetActuatedResources at its start). Left to the next sync that
+		// sees it running, a resize admitted before that sync came was
+		// taken as already done.
+		_ = d.Resize.SetActuated(pod.UID, c.Name, id, c.Resources)
+	}
 	w.event(pod, v1.EventTypeNormal, "Created", "Created container "+c.Name)
 	starting := d.Clock.Now()
 	w.startup.add(phaseContainerCreate, starting.Sub(creating))

@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/resize"
 )
 
 // fakeRelists serves a relist the test takes of the fake runtime.
@@ -164,5 +168,26 @@ func TestSyncDoesNotTakeARelistFromDuringTheSteps(t *testing.T) {
 	e.sync()
 	if got := e.rt.CallsOf("PodStatus", "RunPodSandbox", "CreateContainer"); !slices.Equal(got, []string{"PodStatus u1"}) {
 		t.Errorf("the sync after made the calls %q, want the pod read whole and nothing made", got)
+	}
+}
+
+// A container is recorded as running with what was allocated when it was
+// made: a resize admitted before a later sync sees it running is still to
+// be done then, not taken as done.
+func TestCreatedContainerRecordsItsActuatedResources(t *testing.T) {
+	pod := execPod("app")
+	// Guaranteed: a Burstable pod's OOM score needs the node's memory.
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")}
+	pod.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl, Limits: rl}
+	e := newExecEnv(t, pod)
+	rz, err := resize.Open(t.TempDir(), e.clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w.ws.deps.Resize = rz
+	e.sync()
+	act := rz.Actuated(pod.UID)["app"]
+	if act.ID != e.containerID(t, "app") || !act.Resources.Limits.Cpu().Equal(resource.MustParse("200m")) {
+		t.Errorf("actuated %+v, want the new container with 200m", act)
 	}
 }
