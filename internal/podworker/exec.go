@@ -356,13 +356,6 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 		return retryAfterError
 	}
 	ex.changed = append(ex.changed, madeOrStopped{id: id, sandboxID: ex.sandboxID})
-	if d.Resize != nil && specContainer(pod, c.Name) != nil { // not an ephemeral one
-		// The container runs with what is allocated now (the kubelet's
-		// SetActuatedResources at its start). Left to the next sync that
-		// sees it running, a resize admitted before that sync came was
-		// taken as already done.
-		_ = d.Resize.SetActuated(pod.UID, c.Name, id, c.Resources)
-	}
 	w.event(pod, v1.EventTypeNormal, "Created", "Created container "+c.Name)
 	starting := d.Clock.Now()
 	w.startup.add(phaseContainerCreate, starting.Sub(creating))
@@ -371,6 +364,14 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 		w.waiting[c.Name] = status.Waiting{Reason: reasonRunContainerError, Message: err.Error()}
 		log.Warn("starting container failed", "container", c.Name, "err", err)
 		return retryAfterError
+	}
+	if d.Resize != nil && specContainer(pod, c.Name) != nil { // not an ephemeral one
+		// The container runs with what is allocated now, as the kubelet's
+		// setActuatedContainerResources records at its creation. Left to
+		// the next sync that saw it running, a resize admitted before that
+		// sync was taken as done. After the start: the checkpoint's write
+		// is not on the way from the container's creation to its start.
+		_ = d.Resize.SetActuated(pod.UID, c.Name, id, c.Resources)
 	}
 	delete(w.waiting, c.Name)
 	w.event(pod, v1.EventTypeNormal, "Started", "Started container "+c.Name)

@@ -171,10 +171,10 @@ func TestSyncDoesNotTakeARelistFromDuringTheSteps(t *testing.T) {
 	}
 }
 
-// A container is recorded as running with what was allocated when it was
-// made: a resize admitted before a later sync sees it running is still to
-// be done then, not taken as done.
-func TestCreatedContainerRecordsItsActuatedResources(t *testing.T) {
+// A container is recorded as running with what was allocated when it
+// started: a resize admitted before a later sync sees it running is still
+// to be done then, not taken as done.
+func TestStartedContainerRecordsItsActuatedResources(t *testing.T) {
 	pod := execPod("app")
 	// Guaranteed: a Burstable pod's OOM score needs the node's memory.
 	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("200m"), v1.ResourceMemory: resource.MustParse("64Mi")}
