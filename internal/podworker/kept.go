@@ -20,8 +20,9 @@ type Relists interface {
 // keptStatus is the pod's runtime status as the worker's last sync left
 // it: read at the sync's start, with what the sync's own steps changed
 // folded in. at is when it is current from: the read, or the end of the
-// steps when they changed something. Only a sync that ran to its end keeps one; anything
-// else the worker does to the pod (an eviction, a kill) drops it.
+// steps when they changed something. Only a sync that ran to its end
+// keeps one; anything else the worker does to the pod (an eviction, a
+// kill) drops it.
 type keptStatus struct {
 	st *container.PodStatus
 	at time.Time
@@ -60,7 +61,7 @@ func (w *worker) podStatus(ctx context.Context, uid types.UID) (*container.PodSt
 			if err == nil {
 				return st, r.At, nil
 			}
-			w.ws.deps.Log.Debug("refreshing the pod's status failed; reading it whole", "pod", w.namespace+"/"+w.name, "err", err)
+			d.Log.Debug("refreshing the pod's status failed; reading it whole", "pod", w.namespace+"/"+w.name, "err", err)
 		}
 	}
 	return w.readPodStatus(ctx, uid)
