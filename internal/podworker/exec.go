@@ -15,7 +15,7 @@ import (
 	"github.com/berth-dev/berth/internal/container"
 	"github.com/berth-dev/berth/internal/events"
 	"github.com/berth-dev/berth/internal/kuberuntime"
-	"github.com/berth-dev/berth/internal/runtime"
+	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/status"
 )
 
@@ -39,19 +39,16 @@ type execution struct {
 	// sandbox's config and waiting out back-offs).
 	touched bool
 	// What the steps changed, for observe: the containers made or stopped
+	// (with their sandboxes' IDs, which the CRI's container status lacks)
 	// and those removed; and what only a read of the whole pod shows: the
 	// pod stopped, or a sandbox made but not read.
-	changed       []madeOrStopped
+	changed       []pleg.ContainerRef
 	removed       []string
 	podStopped    bool
 	sandboxUnread bool
 	// imagePulls are the image volumes pulled in this sync, by name.
 	imagePulls map[string]imageVolumePull
 }
-
-// madeOrStopped is a container a step created or stopped, with its
-// sandbox's ID (the CRI's container status lacks it).
-type madeOrStopped struct{ id, sandboxID string }
 
 // apply carries out plan's steps in order. It returns how soon to sync
 // again, 0 for "no hurry", and the execution, which says whether a step
@@ -81,20 +78,11 @@ func (ex *execution) observe(ctx context.Context) (*container.PodStatus, error) 
 	if ex.podStopped || ex.sandboxUnread {
 		return rt.PodStatus(ctx, ex.pod.UID)
 	}
-	gone := slices.Clone(ex.removed)
-	var read []container.ContainerStatus
-	for _, c := range ex.changed {
-		cs, err := rt.ReadContainerStatus(ctx, c.id, c.sandboxID)
-		if runtime.IsNotFound(err) {
-			gone = append(gone, c.id)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		read = append(read, cs)
+	read, gone, err := readContainers(ctx, rt, ex.changed)
+	if err != nil {
+		return nil, err
 	}
-	return withContainers(ex.st, read, gone), nil
+	return withContainers(ex.st, read, append(slices.Clone(ex.removed), gone...)), nil
 }
 
 // run carries out one step. stop ends the sync's steps, with after as when
@@ -151,7 +139,7 @@ func (ex *execution) killContainer(ctx context.Context, k Kill) {
 	if k.GracePeriod != nil {
 		grace = *k.GracePeriod
 	}
-	ex.changed = append(ex.changed, madeOrStopped{id: k.ID, sandboxID: sandboxOf(ex.st, k.ID)})
+	ex.changed = append(ex.changed, pleg.ContainerRef{ID: k.ID, SandboxID: sandboxOf(ex.st, k.ID)})
 	if err := ex.w.stopContainer(ctx, ex.pod, k.ID, k.Name, grace, ex.log); err != nil {
 		ex.log.Warn("stopping container failed", "container", k.Name, "err", err)
 	}
@@ -355,7 +343,7 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 		log.Warn("creating container failed", "container", c.Name, "err", err)
 		return retryAfterError
 	}
-	ex.changed = append(ex.changed, madeOrStopped{id: id, sandboxID: ex.sandboxID})
+	ex.changed = append(ex.changed, pleg.ContainerRef{ID: id, SandboxID: ex.sandboxID})
 	w.event(pod, v1.EventTypeNormal, "Created", "Created container "+c.Name)
 	starting := d.Clock.Now()
 	w.startup.add(phaseContainerCreate, starting.Sub(creating))

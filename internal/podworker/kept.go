@@ -85,20 +85,12 @@ func (w *worker) refresh(ctx context.Context, st *container.PodStatus, ch pleg.C
 		}
 		sandboxes = append(sandboxes, sb)
 	}
-	gone := slices.Clone(ch.GoneContainers)
-	var read []container.ContainerStatus
-	for _, c := range ch.Containers {
-		cs, err := rt.ReadContainerStatus(ctx, c.ID, c.SandboxID)
-		if runtime.IsNotFound(err) {
-			gone = append(gone, c.ID)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		read = append(read, cs)
+	read, gone, err := readContainers(ctx, rt, ch.Containers)
+	if err != nil {
+		return nil, err
 	}
-	return withContainers(withSandboxes(st, sandboxes, goneSandboxes), read, gone), nil
+	st = withSandboxes(st, sandboxes, goneSandboxes)
+	return withContainers(st, read, append(slices.Clone(ch.GoneContainers), gone...)), nil
 }
 
 // readPodStatus reads the pod's status from the runtime: where the sync

@@ -1,10 +1,13 @@
 package podworker
 
 import (
+	"context"
 	"slices"
 	"sort"
 
 	"github.com/berth-dev/berth/internal/container"
+	"github.com/berth-dev/berth/internal/pleg"
+	"github.com/berth-dev/berth/internal/runtime"
 )
 
 // A sync reads the pod's runtime status once, at its start, and passes that
@@ -43,6 +46,23 @@ func withSandbox(st *container.PodStatus, sb container.SandboxStatus) *container
 	out := *st
 	out.Sandboxes = append([]container.SandboxStatus{sb}, st.Sandboxes...)
 	return &out
+}
+
+// readContainers reads each container of refs alone: read has those the
+// runtime has, gone the IDs of those it no longer has.
+func readContainers(ctx context.Context, rt Runtime, refs []pleg.ContainerRef) (read []container.ContainerStatus, gone []string, err error) {
+	for _, c := range refs {
+		cs, err := rt.ReadContainerStatus(ctx, c.ID, c.SandboxID)
+		if runtime.IsNotFound(err) {
+			gone = append(gone, c.ID)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		read = append(read, cs)
+	}
+	return read, gone, nil
 }
 
 // withSandboxes is st with the sandboxes in read as read (each replaces
