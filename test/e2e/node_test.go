@@ -298,15 +298,20 @@ func (n *node) cleanup() {
 			// containerd 1.6 may answer "ttrpc: closed" for a container whose
 			// shim connection is going down as it exits (a crash loop):
 			// asked again, it finds the task gone.
+			// NotFound: a removal berth had begun before it was killed
+			// finished after the list; the sandbox is gone, as wanted.
 			err := n.cri.StopPodSandbox(ctx, sb.Id)
-			for try := 0; err != nil && try < 3 && ctx.Err() == nil; try++ {
+			for try := 0; err != nil && !runtime.IsNotFound(err) && try < 3 && ctx.Err() == nil; try++ {
 				time.Sleep(time.Second)
 				err = n.cri.StopPodSandbox(ctx, sb.Id)
+			}
+			if runtime.IsNotFound(err) {
+				continue
 			}
 			if err != nil {
 				t.Errorf("cleanup: stop sandbox %s: %v", sb.Id, err)
 			}
-			if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil {
+			if err := n.cri.RemovePodSandbox(ctx, sb.Id); err != nil && !runtime.IsNotFound(err) {
 				t.Errorf("cleanup: remove sandbox %s: %v", sb.Id, err)
 			}
 		}

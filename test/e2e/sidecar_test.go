@@ -123,7 +123,8 @@ spec:
 	// Deletion: the app first, then proxy (the later sidecar), then logger.
 	n.removeManifest("sidecars.yaml")
 	waitFor(t, 60*time.Second, "the sidecar pod removed", func() (bool, string) {
-		return n.pod("sidecars") == nil && len(n.containers(string(pod.UID))) == 0, "still there"
+		uid := string(pod.UID)
+		return n.pod("sidecars") == nil && len(n.containers(uid)) == 0 && len(n.sandboxes(uid)) == 0, "still there"
 	})
 	data, err := os.ReadFile(filepath.Join(hostDir, "stops"))
 	if err != nil {
