@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -124,5 +125,31 @@ func TestHoldingsEarlierCIDRs(t *testing.T) {
 	}
 	if got := Holdings(nat, nil, Network{Name: "berth"}); len(got) != 0 {
 		t.Fatalf("a network with no CIDR yet took %v", got)
+	}
+}
+
+// BenchmarkHoldings500Pods is one collection pass's reading of the nat
+// table of a node with 500 bridge pods, 100 of them with a host port.
+func BenchmarkHoldings500Pods(b *testing.B) {
+	var save strings.Builder
+	save.WriteString("*nat\n:POSTROUTING ACCEPT [0:0]\n:CNI-HOSTPORT-DNAT - [0:0]\n")
+	for i := range 500 {
+		id, ip := fmt.Sprintf("%064x", i), fmt.Sprintf("10.213.%d.%d", 4+i/250, 2+i%250)
+		save.WriteString(masq("berth", id, ip, "10.213.0.0/16"))
+		if i%5 == 0 {
+			save.WriteString(dnat("berth", id, ip))
+		}
+	}
+	save.WriteString("COMMIT\n")
+	nat, err := ParseNAT(save.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	net := Network{Name: "berth", PodCIDR: netip.MustParsePrefix("10.213.0.0/16")}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := Holdings(nat, nil, net); len(got) != 500 {
+			b.Fatalf("%d held, want 500", len(got))
+		}
 	}
 }

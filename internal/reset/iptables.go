@@ -16,12 +16,13 @@ import (
 func SelectRules(nat cnigc.NAT, network string, sandboxIDs []string) []*cnigc.Held {
 	var out []*cnigc.Held
 	seen := map[string]bool{}
+	ix := cnigc.IndexRules(nat, network)
 	for _, id := range sandboxIDs {
 		if id == "" || seen[id] {
 			continue
 		}
 		seen[id] = true
-		if h := cnigc.HeldIn(nat, network, id); !h.Empty() {
+		if h := ix.Held(id); !h.Empty() {
 			out = append(out, h)
 		}
 	}
