@@ -152,7 +152,7 @@ func (c *cli) register(f *pflag.FlagSet) {
 	f.StringVar(&c.opts.DecisionBenchtime, "decision-benchtime", "1s", "go test -benchtime of each decision benchmark")
 	f.StringArrayVar(&c.opts.Node.ExtraArgs, "berth-arg", nil, "an argument for `berth run` (repeatable), e.g. --berth-arg=--log-level=debug")
 	f.StringVar(&c.opts.Node.KeepLog, "berth-log", "", "keep berth's log in this file (the node's root dir is removed; with --compare, the last berth run's)")
-	f.StringVar(&c.opts.ProfileDir, "profile-dir", "", "write berth's CPU profile of each steady-state window here")
+	f.StringVar(&c.opts.ProfileDir, "profile-dir", "", "write berth's CPU profile of each start-up, steady-state and density window here")
 	f.StringVar(&c.compare, "compare", "", `compare berth with another node agent: "kubelet" (the upstream kubelet, --kubelet-bin)`)
 	f.IntVar(&c.opts.Compare.Runs, "compare-runs", 2, "with --compare, runs of each scenario per agent, interleaved")
 	f.StringVar(&c.opts.Compare.KubeletLog, "kubelet-log", "", "with --compare, keep the last kubelet run's log in this file")

@@ -82,7 +82,7 @@ func scenarios(opts Options) []scenario {
 	for _, pods := range opts.DensityPods {
 		out = append(out, scenario{fmt.Sprintf("density, %d pods", pods), func(ctx context.Context, n nodeUnderTest, r *Report) error {
 			opts.Log.Info("density", "agent", n.agent(), "pods", pods, "network", networkName(opts.DensityHostNet), "window", opts.DensityWindow)
-			d, err := runDensity(ctx, n, pods, opts.DensityHostNet, opts.DensityWindow)
+			d, err := runDensity(ctx, n, pods, opts.DensityHostNet, opts.DensityWindow, opts.ProfileDir)
 			if err != nil {
 				return fmt.Errorf("density, %d pods: %w", pods, err)
 			}

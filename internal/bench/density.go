@@ -47,7 +47,7 @@ const (
 	freshnessPoll = 250 * time.Millisecond
 )
 
-func runDensity(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool, window time.Duration) (DensityResult, error) {
+func runDensity(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool, window time.Duration, profileDir string) (DensityResult, error) {
 	res := DensityResult{Pods: pods, Network: networkName(hostNetwork)}
 	names, err := dropDensityPods(ctx, n, &res, hostNetwork)
 	if err != nil {
@@ -64,9 +64,16 @@ func runDensity(ctx context.Context, n nodeUnderTest, pods int, hostNetwork bool
 	if err != nil {
 		return res, err
 	}
+	profiled := closedDone()
+	if isBerth {
+		profiled = b.profileInBackground(ctx, profileDir, window, fmt.Sprintf("berth-density-%d.pprof", pods))
+	}
 	meter.sampleEvery(ctx, sampleEvery, window)
 	res.WindowSeconds = round3(time.Since(meter.start).Seconds())
 	res.Berth, res.Containerd = meter.usage(0), meter.usage(1)
+	if err := <-profiled; err != nil {
+		return res, fmt.Errorf("profile berth: %w", err)
+	}
 	list, err := n.pods(ctx)
 	if err != nil {
 		return res, err
