@@ -100,6 +100,7 @@ type loopWorkers interface {
 	Update(pod *v1.Pod)
 	Kill(uid types.UID, name, namespace string)
 	Notify(uid types.UID)
+	RuntimeChanged(uid types.UID)
 	Has(uid types.UID) bool
 	Evict(ctx context.Context, uid types.UID, grace int64, st v1.PodStatus) error
 }
@@ -423,7 +424,7 @@ func (l *syncLoop) applyEvent(ev pleg.Event) {
 		l.changed()
 	}
 	if l.workers.Has(ev.UID) {
-		l.workers.Notify(ev.UID)
+		l.workers.RuntimeChanged(ev.UID)
 		return
 	}
 	if !ev.Gone {

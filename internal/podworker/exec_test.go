@@ -107,9 +107,16 @@ func newExecEnv(t *testing.T, pod *v1.Pod) *execEnv {
 	return e
 }
 
-// sync runs one sync as the worker's loop does, cancellable by a kill.
+// sync runs one sync as the worker's loop does, cancellable by a kill, as
+// woken by a PLEG event.
 func (e *execEnv) sync() time.Duration {
-	return e.w.cancellableSync(context.Background(), e.pod, e.w.ws.deps.Log)
+	return e.w.cancellableSync(context.Background(), e.pod, true, e.w.ws.deps.Log)
+}
+
+// syncNoEvent runs a sync that no PLEG event woke: a probe result, a spec
+// change or a timer.
+func (e *execEnv) syncNoEvent() time.Duration {
+	return e.w.cancellableSync(context.Background(), e.pod, false, e.w.ws.deps.Log)
 }
 
 // status is the pod's published status.

@@ -40,17 +40,30 @@ type keptStatus struct {
 // It holds for a sync an event started as well as for the resync: every
 // runtime change reaches a worker as a PLEG event, and the PLEG publishes
 // a relist before the events it found in it, so the relist a sync sees is
-// never older than the change that woke it. Other wakes (a spec change, a
-// probe result, a predecessor gone) change nothing in the runtime. The
-// kubelet's workers read their status from the PLEG's cache, refreshed for
-// the pods whose states changed, in the same way. Reading the whole pod
-// instead costs two lists and a status call per sandbox and container:
-// for a container's restart, five calls where one does.
-func (w *worker) podStatus(ctx context.Context, uid types.UID) (*container.PodStatus, time.Time, error) {
+// never older than the change that woke it. The kubelet's workers read
+// their status from the PLEG's cache, refreshed for the pods whose states
+// changed, in the same way. Reading the whole pod instead costs two lists
+// and a status call per sandbox and container: for a container's restart,
+// five calls where one does.
+//
+// A sync that no PLEG event woke since the last one began (a probe result,
+// a spec change, a back-off's timer) takes the kept status as it is, if it
+// is less than a resync period old, whatever the relists: a change in the
+// runtime after any part of it was read is found by a relist that ends
+// after that read, and that relist's event comes after the last sync took
+// its own (runtimeChanged), so the next sync is told. The kubelet's worker
+// waits for a relist newer than its last sync instead (up to a second, the
+// relist period): its cache has not read what that sync did, which the
+// kept status has. At start-up this was a whole read (two lists and a
+// status per sandbox and container) for each pod's readiness result.
+func (w *worker) podStatus(ctx context.Context, uid types.UID, runtimeChanged bool) (*container.PodStatus, time.Time, error) {
 	d := w.ws.deps
 	kept := w.kept
 	w.kept = keptStatus{}
 	if kept.st != nil && d.Relists != nil {
+		if !runtimeChanged && d.Clock.Since(kept.at) < d.Resync {
+			return kept.st, kept.at, nil
+		}
 		r := d.Relists.LastRelist()
 		if r.At.After(kept.at) && d.Clock.Since(r.At) < d.Resync {
 			ch := r.Changes(kept.st)

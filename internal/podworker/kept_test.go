@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/internal/pleg"
 	"github.com/berth-dev/berth/internal/resize"
@@ -140,6 +141,64 @@ func TestSyncTakesKeptStatus(t *testing.T) {
 				t.Errorf("the replacement's status does not show the exit: %+v", got[0])
 			}
 		})
+	}
+}
+
+// A sync that no PLEG event woke takes the kept status without reading the
+// runtime, relist or not, while it is less than a resync period old; a
+// change after it reaches the worker as an event, and the sync that event
+// wakes reads it.
+func TestSyncNotWokenByAnEventTakesKeptStatus(t *testing.T) {
+	e := newExecEnv(t, execPod("app"))
+	relists := &fakeRelists{}
+	e.w.ws.deps.Relists = relists
+	e.sync() // starts the pod; no relist has seen it
+	id := e.containerID(t, "app")
+
+	e.clk.Step(30 * time.Second)
+	e.rt.Exit(id, 1, "Error") // not yet in a relist
+	e.rt.ClearCalls()
+	e.syncNoEvent()
+	if got := e.rt.Calls(); len(got) != 0 {
+		t.Errorf("a sync no event woke made the calls %q, want none", got)
+	}
+
+	e.clk.Step(time.Second)
+	relists.last = e.relist(t)
+	e.rt.ClearCalls()
+	e.sync() // the relist's event
+	if got := e.rt.CallsOf("ReadContainerStatus", "PodStatus", "CreateContainer"); len(got) < 2 ||
+		got[0] != "ReadContainerStatus "+id || !strings.HasPrefix(got[1], "CreateContainer") {
+		t.Errorf("the sync the exit's event woke made the calls %q, want the container read, then its replacement made", got)
+	}
+
+	// Kept for a resync period or more: read whole, as the resync does.
+	e.clk.Step(time.Minute)
+	e.rt.ClearCalls()
+	e.syncNoEvent()
+	if got := e.rt.CallsOf("PodStatus"); len(got) != 1 {
+		t.Errorf("a sync on a status kept a resync period read the pod %d times, want once", len(got))
+	}
+}
+
+// The worker's next sync is told whether a PLEG event came since the last
+// one took it.
+func TestRuntimeChangedReachesTheNextSync(t *testing.T) {
+	e := newExecEnv(t, execPod("app"))
+	e.w.ws.workers = map[types.UID]*worker{e.pod.UID: e.w}
+	if e.w.takeRuntimeChange() {
+		t.Fatal("a fresh worker has a runtime change")
+	}
+	e.w.ws.Notify(e.pod.UID)
+	if e.w.takeRuntimeChange() {
+		t.Error("Notify (a probe result) was taken for a runtime change")
+	}
+	e.w.ws.RuntimeChanged(e.pod.UID)
+	if !e.w.takeRuntimeChange() {
+		t.Error("RuntimeChanged did not reach the next sync")
+	}
+	if e.w.takeRuntimeChange() {
+		t.Error("a runtime change was taken twice")
 	}
 }
 

@@ -46,6 +46,9 @@ type worker struct {
 	// hangs) is stopped at once, as the kubelet's pod workers cancel the
 	// running sync of a pod that turns terminating.
 	cancelSync context.CancelFunc
+	// runtimeChanged is set when a PLEG event for the pod comes, and taken
+	// by the next sync (kept.go).
+	runtimeChanged bool
 
 	// Owned by the worker goroutine alone.
 	waiting   map[string]status.Waiting
@@ -133,6 +136,25 @@ func (w *worker) finishKill() (exit bool) {
 	return true
 }
 
+// runtimeChange wakes the worker for a change the PLEG found in the
+// pod's sandboxes or containers.
+func (w *worker) runtimeChange() {
+	w.mu.Lock()
+	w.runtimeChanged = true
+	w.mu.Unlock()
+	w.wake()
+}
+
+// takeRuntimeChange reports whether a PLEG event came since the last
+// sync took it, and clears it for the next one.
+func (w *worker) takeRuntimeChange() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	changed := w.runtimeChanged
+	w.runtimeChanged = false
+	return changed
+}
+
 func (w *worker) wake() {
 	select {
 	case w.wakeCh <- struct{}{}:
@@ -174,7 +196,7 @@ func (w *worker) run(ctx context.Context) {
 			w.kept = keptStatus{}
 			next = w.evict(ctx, pod, ev, log)
 		default:
-			next = w.cancellableSync(ctx, pod, log)
+			next = w.cancellableSync(ctx, pod, w.takeRuntimeChange(), log)
 			w.lastSynced = pod
 		}
 		d.Metrics.synced(op, d.Clock.Since(began))
@@ -203,7 +225,7 @@ func (w *worker) run(ctx context.Context) {
 // cancellableSync runs sync with a context that kill cancels. A kill that
 // came before the sync began cancels it too: the sync then stops at its
 // first runtime call and the loop goes on to terminate.
-func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
+func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, runtimeChanged bool, log *slog.Logger) time.Duration {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w.mu.Lock()
@@ -217,17 +239,19 @@ func (w *worker) cancellableSync(ctx context.Context, pod *v1.Pod, log *slog.Log
 		w.cancelSync = nil
 		w.mu.Unlock()
 	}()
-	return w.sync(ctx, pod, log)
+	return w.sync(ctx, pod, runtimeChanged, log)
 }
 
 // sync carries out one round of ComputePlan for pod and publishes its
-// status. It returns when the worker should sync again without an event.
-func (w *worker) sync(ctx context.Context, pod *v1.Pod, log *slog.Logger) time.Duration {
+// status; runtimeChanged tells whether a PLEG event came since the last
+// sync began. It returns when the worker should sync again without an
+// event.
+func (w *worker) sync(ctx context.Context, pod *v1.Pod, runtimeChanged bool, log *slog.Logger) time.Duration {
 	d := w.ws.deps
 	if w.restoreEviction(pod, log) {
 		return 0
 	}
-	st, readAt, err := w.podStatus(ctx, pod.UID)
+	st, readAt, err := w.podStatus(ctx, pod.UID, runtimeChanged)
 	if err != nil {
 		log.Warn("reading pod status from the runtime failed", "err", err)
 		return retryAfterError

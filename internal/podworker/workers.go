@@ -298,6 +298,17 @@ func (ws *Workers) Notify(uid types.UID) {
 	}
 }
 
+// RuntimeChanged wakes the worker of uid, if any, for a PLEG event: a
+// change in the pod's sandboxes or containers.
+func (ws *Workers) RuntimeChanged(uid types.UID) {
+	ws.mu.Lock()
+	w := ws.workers[uid]
+	ws.mu.Unlock()
+	if w != nil {
+		w.runtimeChange()
+	}
+}
+
 // Has reports whether uid has a worker.
 func (ws *Workers) Has(uid types.UID) bool {
 	ws.mu.Lock()
