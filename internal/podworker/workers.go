@@ -290,10 +290,7 @@ func (ws *Workers) Kill(uid types.UID, name, namespace string) {
 
 // Notify wakes the worker of uid, if any, to sync now.
 func (ws *Workers) Notify(uid types.UID) {
-	ws.mu.Lock()
-	w := ws.workers[uid]
-	ws.mu.Unlock()
-	if w != nil {
+	if w := ws.lookup(uid); w != nil {
 		w.wake()
 	}
 }
@@ -301,12 +298,16 @@ func (ws *Workers) Notify(uid types.UID) {
 // RuntimeChanged wakes the worker of uid, if any, for a PLEG event: a
 // change in the pod's sandboxes or containers.
 func (ws *Workers) RuntimeChanged(uid types.UID) {
-	ws.mu.Lock()
-	w := ws.workers[uid]
-	ws.mu.Unlock()
-	if w != nil {
+	if w := ws.lookup(uid); w != nil {
 		w.runtimeChange()
 	}
+}
+
+// lookup returns the worker of uid, nil if none.
+func (ws *Workers) lookup(uid types.UID) *worker {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.workers[uid]
 }
 
 // Has reports whether uid has a worker.
