@@ -89,14 +89,14 @@ func (w *worker) dnsWarnings(pod *v1.Pod, warnings []kuberuntime.DNSWarning) {
 // its CRI config: the steps of the kubelet's generateContainerConfig. Any
 // error is a CreateContainerConfigError.
 func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, init bool, restartCount int,
-	imageRef string, imageVolumes map[string]*runtimeapi.ImageSpec, sb *container.SandboxStatus, targetID string) (*runtimeapi.ContainerConfig, kuberuntime.ContainerOptions, error) {
+	image presentImage, imageVolumes map[string]*runtimeapi.ImageSpec, sb *container.SandboxStatus, targetID string) (*runtimeapi.ContainerConfig, kuberuntime.ContainerOptions, error) {
 	d := w.ws.deps
 	opts := kuberuntime.ContainerOptions{
 		RestartCount:       restartCount,
 		Init:               init,
 		HostIP:             d.HostIP,
 		NodeName:           d.NodeName,
-		ImageRef:           imageRef,
+		ImageRef:           image.ref,
 		NodeAllocatable:    d.NodeAllocatable,
 		NodeMemoryCapacity: d.NodeAllocatable.Memory().Value(),
 		Memory:             d.Memory,
@@ -136,7 +136,7 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := w.prepareFiles(pod, c, &opts); err != nil {
 		return nil, opts, err
 	}
-	if err := w.imageUser(ctx, pod, c, &opts); err != nil {
+	if err := w.imageUser(ctx, pod, c, image.status, &opts); err != nil {
 		return nil, opts, err
 	}
 	if opts.UserNamespace, err = w.userNamespace(pod); err != nil {
@@ -146,18 +146,21 @@ func (w *worker) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	return cfg, opts, err
 }
 
-// imageUser reads the user c's image runs as from the runtime, as the
-// kubelet does once the image is present, and refuses a container whose
-// runAsNonRoot that user breaks. The refusal is returned unwrapped: its
-// message is the kubelet's, word for word.
-func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, opts *kuberuntime.ContainerOptions) error {
-	ref := opts.ImageRef
-	if ref == "" {
-		ref = c.Image
-	}
-	img, err := w.ws.deps.Runtime.ImageStatus(ctx, ref)
-	if err != nil {
-		return fmt.Errorf("reading the user of image %q: %w", c.Image, err)
+// imageUser takes the user c's image runs as from the image's record (the
+// one ensureImage read, else read now, as the kubelet reads it once the
+// image is present) and refuses a container whose runAsNonRoot that user
+// breaks. The refusal is returned unwrapped: its message is the kubelet's,
+// word for word.
+func (w *worker) imageUser(ctx context.Context, pod *v1.Pod, c *v1.Container, img *runtimeapi.Image, opts *kuberuntime.ContainerOptions) error {
+	if img == nil {
+		ref := opts.ImageRef
+		if ref == "" {
+			ref = c.Image
+		}
+		var err error
+		if img, err = w.ws.deps.Runtime.ImageStatus(ctx, ref); err != nil {
+			return fmt.Errorf("reading the user of image %q: %w", c.Image, err)
+		}
 	}
 	opts.ImageUID, opts.ImageUser = kuberuntime.ImageUser(img)
 	return kuberuntime.VerifyRunAsNonRoot(pod, c, opts.ImageUID, opts.ImageUser)

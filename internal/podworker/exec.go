@@ -298,7 +298,7 @@ func (ex *execution) startContainer(ctx context.Context, c *v1.Container, init b
 		w.waiting[c.Name] = *waiting
 		return retry
 	}
-	imageRef, waiting := w.ensureImage(ctx, pod, c, ex.sbCfg, ex.log)
+	image, waiting := w.ensureImage(ctx, pod, c, ex.sbCfg, ex.log)
 	if waiting != nil {
 		w.waiting[c.Name] = *waiting
 		if waiting.Reason != reasonErrImagePull {
@@ -312,12 +312,12 @@ func (ex *execution) startContainer(ctx context.Context, c *v1.Container, init b
 	w.ws.pullBackOff.Reset(key)
 	creating := d.Clock.Now()
 	w.startup.add(phaseImagePull, creating.Sub(pulling))
-	return ex.createAndStart(ctx, c, init, imageRef, imageVolumes, creating)
+	return ex.createAndStart(ctx, c, init, image, imageVolumes, creating)
 }
 
-// createAndStart creates and starts container c from imageRef, then runs
-// its postStart hook.
-func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init bool, imageRef string,
+// createAndStart creates and starts container c from image, then runs its
+// postStart hook.
+func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init bool, image presentImage,
 	imageVolumes map[string]*runtimeapi.ImageSpec, creating time.Time) time.Duration {
 	w, pod, log := ex.w, ex.pod, ex.log
 	d := w.ws.deps
@@ -329,7 +329,7 @@ func (ex *execution) createAndStart(ctx context.Context, c *v1.Container, init b
 	if err != nil {
 		return w.configError(pod, c, err, log)
 	}
-	cfg, opts, err := w.containerConfig(ctx, pod, c, init, restartCount, imageRef, imageVolumes, ex.sb, targetID)
+	cfg, opts, err := w.containerConfig(ctx, pod, c, init, restartCount, image, imageVolumes, ex.sb, targetID)
 	if err != nil {
 		return w.configError(pod, c, err, log)
 	}

@@ -88,7 +88,7 @@ func (ex *execution) pullImageVolume(ctx context.Context, v *v1.Volume) imageVol
 		return imageVolumePull{retry: w.ws.pullBackOff.Get(key), waiting: &status.Waiting{
 			Reason: reasonImagePullBackOff, Message: "Back-off pulling image \"" + v.Image.Reference + "\""}}
 	}
-	ref, waiting := w.ensureImageRef(ctx, pod, v.Image.Reference, v.Image.PullPolicy, ex.sbCfg, ex.log.With("volume", v.Name))
+	present, waiting := w.ensureImageRef(ctx, pod, v.Image.Reference, v.Image.PullPolicy, ex.sbCfg, ex.log.With("volume", v.Name))
 	if waiting != nil {
 		if waiting.Reason != reasonErrImagePull {
 			return imageVolumePull{waiting: waiting, retry: retryAfterError}
@@ -97,7 +97,10 @@ func (ex *execution) pullImageVolume(ctx context.Context, v *v1.Volume) imageVol
 		return imageVolumePull{waiting: waiting, retry: w.ws.pullBackOff.Get(key)}
 	}
 	w.ws.pullBackOff.Reset(key)
-	img, err := w.ws.deps.Runtime.ImageStatus(ctx, ref)
+	img, err := present.status, error(nil)
+	if img == nil {
+		img, err = w.ws.deps.Runtime.ImageStatus(ctx, present.ref)
+	}
 	if err != nil || img == nil {
 		msg := fmt.Sprintf("Failed to inspect image %q: %v", v.Image.Reference, err)
 		if err == nil {

@@ -66,10 +66,19 @@ func (s slots) release() {
 	}
 }
 
+// presentImage is an image ensureImageRef made present: its reference, and
+// the runtime's record of it, which the container's config reads the
+// image's user from (the kubelet asks ImageStatus again for it); nil when
+// the record could not be read after a pull.
+type presentImage struct {
+	ref    string
+	status *runtimeapi.Image
+}
+
 // ensureImage makes c's image present as its pull policy says, with the
-// kubelet's events, and returns the image's reference; on failure, the
-// container's waiting state instead.
-func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (string, *status.Waiting) {
+// kubelet's events, and returns it; on failure, the container's waiting
+// state instead.
+func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (presentImage, *status.Waiting) {
 	return w.ensureImageRef(ctx, pod, c.Image, c.ImagePullPolicy, sbCfg, log.With("container", c.Name))
 }
 
@@ -77,7 +86,7 @@ func (w *worker) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 // image volume alike (the kubelet's EnsureImageExists serves both), with
 // the same events and pod's pull secrets.
 func (w *worker) ensureImageRef(ctx context.Context, pod *v1.Pod, image string, policy v1.PullPolicy,
-	sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (string, *status.Waiting) {
+	sbCfg *runtimeapi.PodSandboxConfig, log *slog.Logger) (presentImage, *status.Waiting) {
 	d := w.ws.deps
 	var present *runtimeapi.Image
 	if policy != v1.PullAlways {
@@ -85,18 +94,18 @@ func (w *worker) ensureImageRef(ctx context.Context, pod *v1.Pod, image string, 
 		if err != nil {
 			msg := fmt.Sprintf("Failed to inspect image %q: %v", image, err)
 			w.event(pod, v1.EventTypeWarning, "InspectFailed", msg)
-			return "", &status.Waiting{Reason: "ImageInspectError", Message: msg}
+			return presentImage{}, &status.Waiting{Reason: "ImageInspectError", Message: msg}
 		}
 		present = img
 	}
 	switch decidePull(policy, present != nil) {
 	case usePresent:
 		w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
-		return present.Id, nil
+		return presentImage{ref: present.Id, status: present}, nil
 	case refuse:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", image)
 		w.event(pod, v1.EventTypeWarning, reasonErrImageNeverPull, msg)
-		return "", &status.Waiting{Reason: reasonErrImageNeverPull, Message: msg}
+		return presentImage{}, &status.Waiting{Reason: reasonErrImageNeverPull, Message: msg}
 	}
 
 	// A pull may take minutes: it must not hold back other pods' starts.
@@ -109,10 +118,10 @@ func (w *worker) ensureImageRef(ctx context.Context, pod *v1.Pod, image string, 
 	if err != nil {
 		msg := fmt.Sprintf("Failed to pull image %q: %v", image, err)
 		w.event(pod, v1.EventTypeWarning, "Failed", msg)
-		return "", &status.Waiting{Reason: reasonErrImagePull, Message: msg}
+		return presentImage{}, &status.Waiting{Reason: reasonErrImagePull, Message: msg}
 	}
 	if err := w.ws.pullSlots.acquire(ctx); err != nil {
-		return "", &status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
+		return presentImage{}, &status.Waiting{Reason: reasonErrImagePull, Message: err.Error()}
 	}
 	pulling := d.Clock.Now()
 	ref, err := w.pullWithCredentials(ctx, image, creds, sbCfg)
@@ -121,14 +130,16 @@ func (w *worker) ensureImageRef(ctx context.Context, pod *v1.Pod, image string, 
 		msg := fmt.Sprintf("Failed to pull image %q: %v", image, err)
 		w.event(pod, v1.EventTypeWarning, "Failed", msg)
 		log.Warn("pulling image failed", "image", image, "err", err)
-		return "", &status.Waiting{Reason: reasonErrImagePull, Message: msg}
+		return presentImage{}, &status.Waiting{Reason: reasonErrImagePull, Message: msg}
 	}
 	now := d.Clock.Now()
 	size := "unknown"
+	pulled := presentImage{ref: ref}
 	if img, err := d.Runtime.ImageStatus(ctx, ref); err == nil && img != nil {
 		size = fmt.Sprint(img.Size)
+		pulled.status = img
 	}
 	w.event(pod, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %s bytes.",
 		image, now.Sub(pulling).Round(time.Millisecond), now.Sub(start).Round(time.Millisecond), size))
-	return ref, nil
+	return pulled, nil
 }

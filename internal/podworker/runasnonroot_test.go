@@ -83,6 +83,7 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 		sc        *v1.SecurityContext
 		image     *runtimeapi.Image
 		statusErr error
+		policy    v1.PullPolicy // IfNotPresent if empty
 		setupErr  error
 		wantMsg   string // "" when the container is created
 		wantUID   *int64 // the CRI runAsUser of a created container
@@ -99,8 +100,11 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 		// Without runAsNonRoot a root image runs, as uid 0 said outright.
 		{name: "not asked", image: &runtimeapi.Image{}, wantUID: ptrTo(int64(0))},
 		{name: "named user not asked", image: &runtimeapi.Image{Username: "nobody"}, wantName: "nobody"},
-		{name: "image status fails", image: &runtimeapi.Image{}, statusErr: errors.New("runtime gone"),
-			wantMsg: `reading the user of image "busybox": runtime gone`},
+		// The record ensureImage read is the one the user comes from; a
+		// pulled image whose record could not be read after the pull is
+		// read again, and that failing holds the container back.
+		{name: "image status fails after a pull", image: &runtimeapi.Image{}, statusErr: errors.New("runtime gone"),
+			policy: v1.PullAlways, wantMsg: `reading the user of image "busybox": runtime gone`},
 		{name: "volume setup fails", image: &runtimeapi.Image{}, setupErr: errors.New("no space"), wantMsg: "no space"},
 	}
 	for _, tt := range tests {
@@ -115,6 +119,9 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 				}}},
 			}
 			c := &pod.Spec.Containers[0]
+			if tt.policy != "" {
+				c.ImagePullPolicy = tt.policy
+			}
 			ex := &execution{w: w, pod: pod, st: &container.PodStatus{}, sandboxID: "sb", log: w.ws.deps.Log}
 			retry := ex.startContainer(context.Background(), c, false)
 
@@ -133,6 +140,11 @@ func TestStartContainerRunAsNonRoot(t *testing.T) {
 			}
 			if retry != 0 || len(created(rt)) != 1 {
 				t.Fatalf("retry %v, created %d containers, waiting %+v; want it started", retry, len(created(rt)), w.waiting)
+			}
+			// The user comes from the record ensureImage read: one
+			// ImageStatus, where the kubelet asks twice.
+			if got := rt.CallsOf("ImageStatus"); len(got) != 1 {
+				t.Errorf("ImageStatus calls %q, want one", got)
 			}
 			sc := created(rt)[0].GetLinux().GetSecurityContext()
 			var gotUID *int64
