@@ -109,14 +109,16 @@ func newExecEnv(t *testing.T, pod *v1.Pod) *execEnv {
 
 // sync runs one sync as the worker's loop does, cancellable by a kill, as
 // woken by a PLEG event.
-func (e *execEnv) sync() time.Duration {
-	return e.w.cancellableSync(context.Background(), e.pod, true, e.w.ws.deps.Log)
-}
+func (e *execEnv) sync() time.Duration { return e.syncWoken(true) }
 
 // syncNoEvent runs a sync that no PLEG event woke: a probe result, a spec
 // change or a timer.
-func (e *execEnv) syncNoEvent() time.Duration {
-	return e.w.cancellableSync(context.Background(), e.pod, false, e.w.ws.deps.Log)
+func (e *execEnv) syncNoEvent() time.Duration { return e.syncWoken(false) }
+
+func (e *execEnv) syncWoken(runtimeChanged bool) time.Duration {
+	next := e.w.cancellableSync(context.Background(), e.pod, runtimeChanged, e.w.ws.deps.Log)
+	e.w.lastSynced = e.pod
+	return next
 }
 
 // status is the pod's published status.

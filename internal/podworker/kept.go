@@ -77,7 +77,38 @@ func (w *worker) podStatus(ctx context.Context, uid types.UID, runtimeChanged bo
 			d.Log.Debug("refreshing the pod's status failed; reading it whole", "pod", w.namespace+"/"+w.name, "err", err)
 		}
 	}
+	if kept.st == nil && w.lastSynced == nil && d.Relists != nil {
+		if st, at, ok := w.firstStatus(ctx, uid); ok {
+			return st, at, nil
+		}
+	}
 	return w.readPodStatus(ctx, uid)
+}
+
+// firstStatus is the status of a worker's first sync (or the first after
+// its pod was killed and wanted again) from the last relist, if it is less
+// than a resync period old: each sandbox and container the relist shows of
+// the pod read one by one, none if it shows none (a new pod: no call at
+// all, where reading the pod whole lists the runtime's sandboxes and
+// containers). Nothing of the pod can be newer than the relist but what
+// the worker made, and a worker that has not synced made nothing; what
+// its kill removed since, the reads find gone. A later sync without a
+// kept status (the last one failed after its steps) reads the pod whole:
+// the relist may not show what that sync made. The kubelet's first sync
+// of a pod reads the PLEG's cache, which holds nothing for a new pod, too.
+func (w *worker) firstStatus(ctx context.Context, uid types.UID) (*container.PodStatus, time.Time, bool) {
+	d := w.ws.deps
+	r := d.Relists.LastRelist()
+	if r.At.IsZero() || d.Clock.Since(r.At) >= d.Resync {
+		return nil, time.Time{}, false
+	}
+	base := &container.PodStatus{UID: uid, Name: w.name, Namespace: w.namespace}
+	st, err := w.refresh(ctx, base, r.Changes(base))
+	if err != nil {
+		d.Log.Debug("reading the pod's status from the last relist failed; reading it whole", "pod", w.namespace+"/"+w.name, "err", err)
+		return nil, time.Time{}, false
+	}
+	return st, r.At, true
 }
 
 // refresh is st with what a relist showed changed read again: each sandbox

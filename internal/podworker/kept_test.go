@@ -181,6 +181,80 @@ func TestSyncNotWokenByAnEventTakesKeptStatus(t *testing.T) {
 	}
 }
 
+// A worker's first sync takes the pod's sandboxes and containers from the
+// last relist and reads each one, none for a new pod; with no relist yet,
+// or one a resync period old, it reads the pod whole.
+func TestFirstSyncStartsFromTheRelist(t *testing.T) {
+	for name, tc := range map[string]struct {
+		adopted bool          // the pod runs already, started by another worker
+		relist  bool          // a relist was taken before the first sync
+		age     time.Duration // of that relist
+		want    []string      // the reads the first sync begins with
+	}{
+		"a new pod":                           {relist: true, want: nil},
+		"a running pod":                       {adopted: true, relist: true, want: []string{"SandboxStatus", "ReadContainerStatus"}},
+		"no relist yet":                       {want: []string{"PodStatus"}},
+		"a relist older than a resync period": {relist: true, age: time.Minute, want: []string{"PodStatus"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newExecEnv(t, execPod("app"))
+			relists := &fakeRelists{}
+			e.w.ws.deps.Relists = relists
+			if tc.adopted {
+				e.sync()
+				e.w = newWorker(e.w.ws, e.pod.UID, e.pod.Name, e.pod.Namespace)
+				e.w.pod = e.pod
+			}
+			if tc.relist {
+				relists.last = e.relist(t)
+				e.clk.Step(tc.age)
+			}
+			e.rt.ClearCalls()
+			e.sync()
+			var reads []string
+			for _, c := range e.rt.Calls() {
+				m, _, _ := strings.Cut(c, " ")
+				if m != "PodStatus" && m != "SandboxStatus" && m != "ReadContainerStatus" && m != "ListPodSandbox" && m != "ListContainers" {
+					break // the sync's steps begin
+				}
+				reads = append(reads, m)
+			}
+			if !slices.Equal(reads, tc.want) {
+				t.Errorf("the first sync began with the reads %q, want %q", reads, tc.want)
+			}
+			made := e.rt.CallsOf("RunPodSandbox")
+			if wantMade := 1; tc.adopted {
+				wantMade = 0
+				if len(made) != wantMade {
+					t.Errorf("the running pod got the sandboxes %q, want none", made)
+				}
+			} else if len(made) != wantMade {
+				t.Errorf("the new pod got the sandboxes %q, want one", made)
+			}
+		})
+	}
+}
+
+// A sync after a first one that made the sandbox and failed to read it back
+// has no kept status: it reads the pod whole, for the relist before it does
+// not show what that sync made.
+func TestSyncAfterAFailedFirstSyncReadsThePod(t *testing.T) {
+	e := newExecEnv(t, execPod("app"))
+	relists := &fakeRelists{}
+	e.w.ws.deps.Relists = relists
+	relists.last = e.relist(t) // the pod has nothing yet
+	e.rt.FailOnce("ReadContainerStatus", errors.New("transport is closing"))
+	e.sync()
+	if sbs := e.rt.CallsOf("RunPodSandbox"); len(sbs) != 1 || e.w.kept.st != nil {
+		t.Fatalf("the first sync made the sandboxes %q and kept %v; want one and none", sbs, e.w.kept.st)
+	}
+	e.rt.ClearCalls()
+	e.sync()
+	if got := e.rt.CallsOf("PodStatus", "RunPodSandbox"); !slices.Equal(got, []string{"PodStatus u1"}) {
+		t.Errorf("the sync after made the calls %q, want the pod read whole and no second sandbox", got)
+	}
+}
+
 // The worker's next sync is told whether a PLEG event came since the last
 // one took it.
 func TestRuntimeChangedReachesTheNextSync(t *testing.T) {
