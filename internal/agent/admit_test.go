@@ -265,10 +265,15 @@ func TestAdmitCriticalPodThatCannotFit(t *testing.T) {
 	}
 }
 
+// Admission sees a plugin's resource once the plugin is connected and has
+// listed its devices: one that registered again after a restart of berth
+// and has not listed them yet has none, and a pod checked against that
+// would be refused for devices about to come (its worker waits for them).
 func TestAdmissionDeviceResourcesOnlyOfConnectedPlugins(t *testing.T) {
 	capacity, allocatable := admissionDeviceResources([]devicemanager.ResourceStatus{
-		{Name: "example.com/widget", Capacity: 3, Allocatable: 2, Connected: true},
+		{Name: "example.com/widget", Capacity: 3, Allocatable: 2, Connected: true, Listed: true},
 		{Name: "example.com/gadget", Capacity: 4, Allocatable: 0, Connected: false},
+		{Name: "example.com/gizmo", Capacity: 0, Allocatable: 0, Connected: true, Listed: false},
 	})
 	w := v1.ResourceName("example.com/widget")
 	if len(capacity) != 1 || capacity.Name(w, resource.DecimalSI).Value() != 3 || allocatable.Name(w, resource.DecimalSI).Value() != 2 {

@@ -98,7 +98,11 @@ func (r *readyTracker) observe(notReady string, now time.Time) v1.NodeCondition 
 func admissionDeviceResources(rs []devicemanager.ResourceStatus) (capacity, allocatable v1.ResourceList) {
 	capacity, allocatable = v1.ResourceList{}, v1.ResourceList{}
 	for _, r := range rs {
-		if !r.Connected {
+		// A plugin that has not listed its devices yet (just registered
+		// again after a restart of berth) is left out, as one not
+		// connected is: the pod is admitted without its devices and waits
+		// for them in its worker, not refused for none.
+		if !r.Connected || !r.Listed {
 			continue
 		}
 		name := v1.ResourceName(r.Name)

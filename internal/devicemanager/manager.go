@@ -122,6 +122,11 @@ type pluginResource struct {
 	devices map[string]*pluginapi.Device
 	// ep is the connected plugin; nil while none is.
 	ep *endpoint
+	// listed is set once ep's plugin sent its first device list. Until
+	// then the resource is not ready: its devices are the ones the last
+	// plugin listed, or none after a restart of berth, and a pod admitted
+	// against them is refused for devices that are about to come.
+	listed bool
 	// disconnectedAt is when the plugin went away (or, for a resource
 	// known only from the checkpoint, when berth started).
 	disconnectedAt time.Time

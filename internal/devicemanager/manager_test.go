@@ -622,3 +622,19 @@ func TestAdmitWaitsForAKnownPlugin(t *testing.T) {
 		t.Errorf("err = %v, want a NotReadyError for a known resource", err)
 	}
 }
+
+// A plugin that registered and has not sent its device list yet is
+// connected but not listed: admission leaves its resource out until the
+// list comes (agent's admissionDeviceResources).
+func TestRegisteredPluginIsListedOnceItSendsItsDevices(t *testing.T) {
+	m := New(Options{Dir: t.TempDir(), Log: slog.New(slog.DiscardHandler)})
+	ep := &endpoint{resource: widget, socket: "widget.sock"}
+	m.resources[widget] = &pluginResource{devices: map[string]*pluginapi.Device{}, ep: ep}
+	if r := m.Resources(); len(r) != 1 || !r[0].Connected || r[0].Listed {
+		t.Fatalf("before the list: %+v, want connected and not listed", r)
+	}
+	m.updateDevices(ep, []*pluginapi.Device{{ID: "w0", Health: pluginapi.Healthy}, {ID: "w1", Health: pluginapi.Healthy}})
+	if r := m.Resources(); len(r) != 1 || !r[0].Listed || r[0].Allocatable != 2 {
+		t.Errorf("after the list: %+v, want listed with 2 allocatable", r)
+	}
+}

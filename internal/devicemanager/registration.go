@@ -74,7 +74,7 @@ func (m *Manager) register(ctx context.Context, req *pluginapi.RegisterRequest) 
 		m.resources[req.ResourceName] = r
 	}
 	old := r.ep
-	r.ep, r.invalid = ep, ""
+	r.ep, r.invalid, r.listed = ep, "", false
 	m.wg.Go(func() { m.listAndWatch(ep) })
 	m.mu.Unlock()
 	if old != nil {
@@ -129,6 +129,7 @@ func (m *Manager) updateDevices(ep *endpoint, devs []*pluginapi.Device) {
 	}
 	err := validateDevices(devs)
 	newlyInvalid := err != nil && r.invalid == ""
+	r.listed = true
 	before := r.healthy().Len()
 	if err != nil {
 		r.invalid = err.Error()

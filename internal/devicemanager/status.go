@@ -18,6 +18,9 @@ type ResourceStatus struct {
 	Allocatable int    `json:"allocatable"`
 	// Connected tells whether its plugin is registered and streaming.
 	Connected bool `json:"connected"`
+	// Listed tells whether the connected plugin has sent its device list:
+	// until it has, the resource is not offered to admission.
+	Listed bool `json:"listed"`
 	// Endpoint is the plugin's socket while it is connected.
 	Endpoint string `json:"endpoint,omitempty"`
 	// DisconnectedAt is when the plugin went away; the resource is
@@ -64,7 +67,7 @@ func (m *Manager) Resources() []ResourceStatus {
 		healthy := r.healthy()
 		s := ResourceStatus{
 			Name: name, Capacity: len(r.devices), Allocatable: healthy.Len(),
-			Connected: r.ep != nil, Problem: r.invalid, Devices: []DeviceStatus{},
+			Connected: r.ep != nil, Listed: r.ep != nil && r.listed, Problem: r.invalid, Devices: []DeviceStatus{},
 		}
 		if r.ep != nil {
 			s.Endpoint = r.ep.socket
