@@ -139,7 +139,7 @@ func TestRawOutputs(t *testing.T) {
 	}{
 		{[]string{"images", "-o", "yaml"}, "- id: sha256:abc\n  inUse: false\n  pinned: false\n  repoTags:\n  - busybox:1\n  size: 10\n  verdict: in use\n"},
 		{[]string{"images", "-o", "json"}, "\"verdict\": \"in use\""},
-		{[]string{"devices", "-o", "yaml"}, "- allocatable: 0\n  capacity: 1\n  connected: false\n  devices: null\n  name: example.com/widget\n"},
+		{[]string{"devices", "-o", "yaml"}, "- allocatable: 0\n  capacity: 1\n  connected: false\n  devices: null\n  listed: false\n  name: example.com/widget\n"},
 		{[]string{"version", "-o", "yaml"}, "version: test\n"},
 	}
 	for _, tt := range tests {
