@@ -16,15 +16,24 @@ import (
 )
 
 // NotReadyError is returned when a resource a pod needs has no connected
-// plugin: berth has not heard from it since it started, or its stream
-// broke. The pod may wait for it.
+// plugin (berth has not heard from it since it started, or its stream
+// broke), or one that has registered and not yet sent its device list.
+// The pod may wait for it.
 type NotReadyError struct {
 	Resource string
 	// Known tells a plugin that was seen and went away from one never seen.
 	Known bool
+	// Unlisted tells a plugin that is connected and has not listed its
+	// devices yet: for the few milliseconds between its registration and
+	// its first ListAndWatch answer it has none, and a pod planned then
+	// would be refused for good for too few devices.
+	Unlisted bool
 }
 
 func (e *NotReadyError) Error() string {
+	if e.Unlisted {
+		return fmt.Sprintf("the device plugin for %s has not listed its devices yet", e.Resource)
+	}
 	if e.Known {
 		return fmt.Sprintf("the device plugin for %s is not connected", e.Resource)
 	}
@@ -156,6 +165,7 @@ func (m *Manager) allocStateLocked(uid string, cs []planContainer) (allocState, 
 			}
 			st.resources[req.resource] = resourceState{
 				connected: r.ep != nil,
+				listed:    r.ep != nil && r.listed,
 				preferred: r.ep != nil && r.ep.opts.GetGetPreferredAllocationAvailable(),
 				healthy:   r.healthy(),
 				inUse:     inUse[req.resource].Union(m.reserved[req.resource]),

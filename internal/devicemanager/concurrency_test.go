@@ -131,7 +131,7 @@ func addFake(t testing.TB, m *Manager, resource string, f *fakeClient, preferred
 		devs[id] = &pluginapi.Device{ID: id, Health: pluginapi.Healthy}
 	}
 	m.mu.Lock()
-	m.resources[resource] = &pluginResource{devices: devs, ep: ep}
+	m.resources[resource] = &pluginResource{devices: devs, ep: ep, listed: true} // as after its first list
 	m.mu.Unlock()
 	return ep
 }
@@ -479,5 +479,25 @@ func TestReservedDevicesAreNotGivenMeanwhile(t *testing.T) {
 	}
 	if got := held(m, "c"); !slices.Equal(got, []string{"w0"}) {
 		t.Errorf("pod c holds %v, want [w0]", got)
+	}
+}
+
+// A pod planned while its resource's plugin has registered and not listed
+// its devices yet waits for the list, as for a plugin not connected,
+// rather than being refused for too few devices; once the list is in it
+// gets its device.
+func TestUnlistedPluginIsWaitedFor(t *testing.T) {
+	m := newBareManager(t, nil, nil)
+	ep := addFake(t, m, widget, newFakeClient(), false)
+	m.mu.Lock()
+	m.resources[widget].listed = false // registered, no ListAndWatch answer yet
+	m.mu.Unlock()
+	var nr *NotReadyError
+	if err := m.Admit(t.Context(), podWith("a", 1)); !errors.As(err, &nr) || !nr.Unlisted || nr.Resource != widget {
+		t.Fatalf("before the list: err = %v, want a NotReadyError for an unlisted plugin", err)
+	}
+	m.updateDevices(ep, []*pluginapi.Device{{ID: "w0", Health: pluginapi.Healthy}})
+	if err := m.Admit(t.Context(), podWith("a", 1)); err != nil {
+		t.Fatalf("after the list: %v", err)
 	}
 }

@@ -61,6 +61,8 @@ type resourceState struct {
 	// resource known without one (gone, or known from the checkpoint) is
 	// in allocState with connected false.
 	connected bool
+	// listed tells whether the connected plugin has sent its device list.
+	listed bool
 	// preferred tells whether the plugin offers GetPreferredAllocation.
 	preferred bool
 	healthy   sets.Set[string]
@@ -161,8 +163,8 @@ func planRequest(st allocState, pod podDevices, inUse, reusable map[string]sets.
 		return nil, nil
 	}
 	r, known := st.resources[req.resource]
-	if !known || !r.connected {
-		return nil, &NotReadyError{Resource: req.resource, Known: known}
+	if !known || !r.connected || !r.listed {
+		return nil, &NotReadyError{Resource: req.resource, Known: known, Unlisted: r.connected}
 	}
 	ch, err := chooseFrom(req.resource, req.count, reusable[req.resource], r.healthy.Difference(inUse[req.resource]))
 	if err != nil {

@@ -31,9 +31,9 @@ func sidecar(c v1.Container) v1.Container {
 	return c
 }
 
-// plugin is a resource with a connected plugin.
+// plugin is a resource with a connected plugin that listed its devices.
 func plugin(preferred bool, healthy []string, inUse ...string) resourceState {
-	return resourceState{connected: true, preferred: preferred, healthy: sets.New(healthy...), inUse: sets.New(inUse...)}
+	return resourceState{connected: true, listed: true, preferred: preferred, healthy: sets.New(healthy...), inUse: sets.New(inUse...)}
 }
 
 var w4 = []string{"w0", "w1", "w2", "w3"}
@@ -135,6 +135,11 @@ var planCases = []planCase{{
 	resources: map[string]resourceState{widget: {healthy: sets.New[string](), inUse: sets.New[string]()}},
 	app:       []v1.Container{ctr("app", map[string]int64{widget: 1})},
 	notReady:  &NotReadyError{Resource: widget, Known: true},
+}, {
+	name:      "a resource whose plugin has not listed its devices yet is not ready",
+	resources: map[string]resourceState{widget: {connected: true, healthy: sets.New[string](), inUse: sets.New[string]()}},
+	app:       []v1.Container{ctr("app", map[string]int64{widget: 1})},
+	notReady:  &NotReadyError{Resource: widget, Known: true, Unlisted: true},
 }, {
 	name:      "too few devices, for any container, fail the whole pod",
 	resources: map[string]resourceState{widget: plugin(false, w4, "w0", "w1")},
