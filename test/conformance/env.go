@@ -57,6 +57,11 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	// What runs killed before their Stop left goes first: their addresses,
+	// rules and bridges can be in this run's way.
+	if err := reapDead(ctx, cfg.BerthBin, cfg.Log); err != nil {
+		return nil, fmt.Errorf("remove what killed runs left: %w", err)
+	}
 	dir, err := os.MkdirTemp("/tmp", "berth-conf-cp-")
 	if err != nil {
 		return nil, fmt.Errorf("control plane dir: %w", err)
@@ -76,11 +81,17 @@ func StartEnv(ctx context.Context, cfg EnvConfig) (*Env, error) {
 }
 
 func (e *Env) start(ctx context.Context, cfg EnvConfig) error {
-	// One address per node, and the last for the API server.
-	var err error
-	if e.net, err = addNodeNet(ctx, cfg.Nodes+1); err != nil {
+	// One address per node, and the last for the API server: recorded
+	// before they are added, so that a run killed from here on can have
+	// them removed by the next (reapDead).
+	net := planNodeNet(cfg.Nodes + 1)
+	if err := writeOwner(e.dir, envOwner{IPs: net.ips, HostDirs: e.hostDirs.before}); err != nil {
+		return err
+	}
+	if err := net.add(ctx); err != nil {
 		return fmt.Errorf("the nodes' addresses: %w", err)
 	}
+	e.net = net
 	fmt.Fprintf(cfg.Log, "conformance: starting the control plane in %s\n", e.dir)
 	cp, err := cluster.Start(ctx, cfg.Cluster, e.dir, cluster.Options{APIServerArgs: apiServerArgs(e.net.ips[cfg.Nodes])})
 	if err != nil {

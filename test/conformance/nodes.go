@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,19 +46,25 @@ type nodeNet struct {
 	ips []string
 }
 
-// addNodeNet adds n addresses to lo.
-func addNodeNet(ctx context.Context, n int) (*nodeNet, error) {
+// planNodeNet picks n addresses.
+func planNodeNet(n int) *nodeNet {
 	r := rand.IntN(250)
 	nn := &nodeNet{}
 	for i := range n {
-		ip := fmt.Sprintf("10.254.%d.%d", r, i+1)
+		nn.ips = append(nn.ips, fmt.Sprintf("10.254.%d.%d", r, i+1))
+	}
+	return nn
+}
+
+// add adds the addresses to lo; on error it removes those it added.
+func (nn *nodeNet) add(ctx context.Context) error {
+	for _, ip := range nn.ips {
 		if err := ipCmd(ctx, "addr", "add", ip+"/32", "dev", "lo"); err != nil {
 			nn.remove()
-			return nil, err
+			return err
 		}
-		nn.ips = append(nn.ips, ip)
 	}
-	return nn, nil
+	return nil
 }
 
 func (nn *nodeNet) remove() {
@@ -136,12 +143,9 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		return err
 	}
 	defer log.Close() // the child has its own descriptor
-	n.cmd = exec.Command(filepath.Join(cfg.BerthBin, "berth"), "run",
-		"--root-dir", n.Root,
-		"--pod-manifest-path", filepath.Join(n.Root, "manifests"),
-		"--pod-logs-dir", filepath.Join(n.Root, "pod-logs"),
-		"--device-plugin-dir", filepath.Join(n.Root, "device-plugins"),
-		"--pod-resources-dir", filepath.Join(n.Root, "pod-resources"),
+	state := stateArgs(n.Root, n.bridge, n.cgroup, cfg.Containerd)
+	n.cmd = exec.Command(filepath.Join(cfg.BerthBin, "berth"), append([]string{"run"}, state...)...)
+	n.cmd.Args = append(n.cmd.Args,
 		"--node-name", n.Name,
 		"--kubeconfig", kubeconfig,
 		"--node-ip", n.IP,
@@ -150,8 +154,6 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		"--read-only-port", "0", // only the secure API may listen beyond loopback
 		"--client-ca-file", cp.KubeletClientCA(),
 		"--pod-cidr", n.cidr,
-		"--cni-bridge", n.bridge,
-		"--cgroup-root", n.cgroup,
 		"--pause-binary", filepath.Join(cfg.BerthBin, "berth-pause"),
 	)
 	if cfg.ClusterDNS {
@@ -165,14 +167,14 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		}
 		n.cmd.Args = append(n.cmd.Args, "--cluster-dns", cluster.ClusterDNSIP, "--cluster-domain", cluster.ClusterDomain)
 	}
-	if cfg.Containerd != "" {
-		n.cmd.Args = append(n.cmd.Args, "--containerd-binary", filepath.Join(cfg.Containerd, "containerd"))
-	}
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	// A group of its own: a terminal's Ctrl-C is for the suite, and the
 	// node must serve until the suite has cleaned up.
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := os.MkdirAll(filepath.Join(n.Root, "manifests"), 0o755); err != nil {
+		return err
+	}
+	if err := writeOwner(n.Root, envOwner{ResetArgs: state}); err != nil {
 		return err
 	}
 	if err := n.cmd.Start(); err != nil {
@@ -184,6 +186,26 @@ func (n *Node) start(ctx context.Context, cp *cluster.ControlPlane, cfg NodeConf
 		close(n.exited)
 	}()
 	return nil
+}
+
+// stateArgs are the flags of `berth run` that say where a node's berth
+// keeps what it makes, all of it under root but its cgroups and bridge:
+// what `berth reset` needs to remove it, should the run be killed before
+// its cleanup (reapDead).
+func stateArgs(root, bridge, cgroup, containerdDir string) []string {
+	args := []string{
+		"--root-dir", root,
+		"--pod-manifest-path", filepath.Join(root, "manifests"),
+		"--pod-logs-dir", filepath.Join(root, "pod-logs"),
+		"--device-plugin-dir", filepath.Join(root, "device-plugins"),
+		"--pod-resources-dir", filepath.Join(root, "pod-resources"),
+		"--cni-bridge", bridge,
+		"--cgroup-root", cgroup,
+	}
+	if containerdDir != "" {
+		args = append(args, "--containerd-binary", filepath.Join(containerdDir, "containerd"))
+	}
+	return args
 }
 
 // privateRegistry is where the image-pull specs run agnhost's
@@ -353,16 +375,27 @@ func (n *Node) stopContainerd() {
 
 // killLeftovers kills every process whose command line names the root
 // dir: shims and whatever else containerd left.
-func (n *Node) killLeftovers() {
+func (n *Node) killLeftovers() { killNaming(n.Root) }
+
+// killNaming kills every process whose command line names a path under
+// dir, and waits a while for them to be gone.
+func killNaming(dir string) {
+	var killed []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		data, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(data), n.Root+"/") {
+		if err != nil || !strings.Contains(string(data), dir+"/") {
 			continue
 		}
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
 		if err == nil && pid > 1 && pid != os.Getpid() && hostclean.Alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed = append(killed, pid)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if !slices.ContainsFunc(killed, hostclean.Alive) {
+			return
 		}
 	}
 }

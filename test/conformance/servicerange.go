@@ -32,8 +32,14 @@ func (r serviceReject) rejectRules() [][]string {
 	}
 }
 
+// newServiceReject is the rules of the run whose control plane's directory
+// is named id.
+func newServiceReject(id string) *serviceReject {
+	return &serviceReject{comment: "berth-conformance " + id + ": service range not translated"}
+}
+
 func addServiceReject(ctx context.Context, id string) (*serviceReject, error) {
-	r := &serviceReject{comment: "berth-conformance " + id + ": service range not translated"}
+	r := newServiceReject(id)
 	for _, chain := range []string{"OUTPUT", "FORWARD"} {
 		// Appended in order (tcp-reset first), inserted at the top.
 		rules := r.rejectRules()
