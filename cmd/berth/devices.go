@@ -117,6 +117,10 @@ func pluginState(r devicemanager.ResourceStatus, now time.Time) string {
 	switch {
 	case r.Connected && r.Problem != "":
 		return "connected, " + r.Problem
+	case r.Connected && !r.Listed:
+		// Registered, its first ListAndWatch answer not in: pods that
+		// need it wait (devicemanager.NotReadyError).
+		return "connected, devices not listed yet"
 	case r.Connected:
 		return "connected"
 	case r.DisconnectedAt != nil:

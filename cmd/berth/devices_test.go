@@ -15,9 +15,10 @@ func TestDescribeDevices(t *testing.T) {
 	gone := now.Add(-90 * time.Second)
 	snap := devicemanager.Snapshot{
 		Resources: []devicemanager.ResourceStatus{
-			{Name: "example.com/widget", Capacity: 2, Allocatable: 1, Connected: true, Devices: []devicemanager.DeviceStatus{
+			{Name: "example.com/widget", Capacity: 2, Allocatable: 1, Connected: true, Listed: true, Devices: []devicemanager.DeviceStatus{
 				{ID: "w0", Health: "Healthy", NUMA: []int64{0, 1}}, {ID: "w1", Health: "Unhealthy"}}},
 			{Name: "vendor.com/gpu", DisconnectedAt: &gone, Problem: "device plugin not connected", Devices: []devicemanager.DeviceStatus{}},
+			{Name: "vendor.com/nic", Connected: true, Devices: []devicemanager.DeviceStatus{}},
 		},
 		Allocations: []devicemanager.Allocation{
 			{PodNamespace: "default", PodName: "trainer", PodUID: "u1", Container: "app", Resource: "example.com/widget", DeviceIDs: []string{"w0"}},
@@ -33,6 +34,7 @@ func TestDescribeDevices(t *testing.T) {
 	want := `RESOURCE            CAPACITY  ALLOCATABLE  ALLOCATED  PLUGIN
 example.com/widget  2         1            2          connected
 vendor.com/gpu      0         0            0          not connected for 90s
+vendor.com/nic      0         0            0          connected, devices not listed yet
 
 RESOURCE            DEVICE  HEALTH     NUMA
 example.com/widget  w0      Healthy    0,1
