@@ -23,11 +23,7 @@ import (
 // its reject rules and its directory. A live run's environment and a
 // directory without a record stay.
 func TestReapDead(t *testing.T) {
-	if os.Getenv(optOut) != "" {
-		t.Skipf("%s is set", optOut)
-	}
-	checkHost(t)
-	bin := berthBin(t)
+	bin := hostTest(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	self, err := containerd.ProcessIdentity(os.Getpid())

@@ -52,11 +52,7 @@ func smokeFocus() string {
 // anything it needs cannot be built or started, and when any spec fails or
 // is missing. The first run builds e2e.test (about 15 minutes on 2 cores).
 func TestSmoke(t *testing.T) {
-	if os.Getenv(optOut) != "" {
-		t.Skipf("%s is set", optOut)
-	}
-	checkHost(t)
-	bin := berthBin(t)
+	bin := hostTest(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Minute)
 	defer cancel()
 	// Stop in time to interrupt the suite and clean up before go test's
@@ -99,6 +95,18 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("spec did not pass (or did not run): %s", want)
 		}
 	}
+}
+
+// hostTest starts a test that runs berth on this host: skipped only when
+// opted out, failed unless the host can run berth nodes. It returns the
+// directory of berth and berth-pause.
+func hostTest(t *testing.T) string {
+	t.Helper()
+	if os.Getenv(optOut) != "" {
+		t.Skipf("%s is set", optOut)
+	}
+	checkHost(t)
+	return berthBin(t)
 }
 
 // checkHost fails unless the host can run berth nodes.
