@@ -107,7 +107,7 @@ func (c *cli) run(cmd *cobra.Command) error {
 		c.binDir = filepath.Dir(self)
 	}
 	c.opts.Node.BinDir = c.binDir
-	if err := checkCompare(cmd.Context(), c.compare, &c.opts.Compare); err != nil {
+	if err := checkCompare(cmd.Context(), c.compare, c.opts.Node.ExternalRuntime, &c.opts.Compare); err != nil {
 		return err
 	}
 	c.opts.SteadyPods, c.opts.DensityPods = positive(c.steady), positive(c.density)
@@ -150,6 +150,7 @@ func (c *cli) register(f *pflag.FlagSet) {
 	f.BoolVar(&c.opts.Decisions, "decisions", true, "run the decision benchmarks (needs the go tool and the source)")
 	f.StringVar(&c.opts.SourceDir, "source", ".", "the berth repository, for the decision benchmarks")
 	f.StringVar(&c.opts.DecisionBenchtime, "decision-benchtime", "1s", "go test -benchtime of each decision benchmark")
+	f.BoolVar(&c.opts.Node.ExternalRuntime, "external-runtime", false, "run berth on a containerd the harness starts (--container-runtime-endpoint), as in clusters, rather than on its managed one")
 	f.StringArrayVar(&c.opts.Node.ExtraArgs, "berth-arg", nil, "an argument for `berth run` (repeatable), e.g. --berth-arg=--log-level=debug")
 	f.StringVar(&c.opts.Node.KeepLog, "berth-log", "", "keep berth's log in this file (the node's root dir is removed; with --compare, the last berth run's)")
 	f.StringVar(&c.opts.ProfileDir, "profile-dir", "", "write berth's CPU profile of each start-up, steady-state and density window here")
@@ -162,13 +163,17 @@ func (c *cli) register(f *pflag.FlagSet) {
 
 // checkCompare validates the comparison flags: a kubelet binary that is
 // there and answers --version, and at least one run. Without --compare the
-// kubelet binary is not used.
-func checkCompare(ctx context.Context, compare string, c *bench.CompareOptions) error {
+// kubelet binary is not used. A comparison runs berth on its managed
+// containerd and on an external one, so it takes no --external-runtime.
+func checkCompare(ctx context.Context, compare string, external bool, c *bench.CompareOptions) error {
 	switch compare {
 	case "":
 		c.Kubelet = ""
 		return nil
 	case "kubelet":
+		if external {
+			return fmt.Errorf("--external-runtime with --compare: a comparison runs berth on its managed containerd and on an external one already")
+		}
 	default:
 		return fmt.Errorf("--compare %q: the only agent to compare with is \"kubelet\"", compare)
 	}

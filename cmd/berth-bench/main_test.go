@@ -22,18 +22,20 @@ func TestCheckCompareRefuses(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, compare string
+		external      bool
 		opts          bench.CompareOptions
 		want          []string
 	}{
-		{"unknown agent", "docker", bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--compare", `"docker"`, "kubelet"}},
-		{"no binary", "kubelet", bench.CompareOptions{Runs: 2}, []string{"--kubelet-bin"}},
-		{"no runs", "kubelet", bench.CompareOptions{Kubelet: fake, Runs: 0}, []string{"--compare-runs", "at least 1"}},
-		{"missing binary", "kubelet", bench.CompareOptions{Kubelet: filepath.Join(dir, "nope"), Runs: 1}, []string{"--kubelet-bin", "nope", "not a usable kubelet"}},
-		{"not executable", "kubelet", bench.CompareOptions{Kubelet: notExec, Runs: 1}, []string{"--kubelet-bin", notExec, "not a usable kubelet"}},
-		{"not a kubelet", "kubelet", bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--kubelet-bin", fake, "not a kubelet", "Something else"}},
+		{"unknown agent", "docker", false, bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--compare", `"docker"`, "kubelet"}},
+		{"no binary", "kubelet", false, bench.CompareOptions{Runs: 2}, []string{"--kubelet-bin"}},
+		{"no runs", "kubelet", false, bench.CompareOptions{Kubelet: fake, Runs: 0}, []string{"--compare-runs", "at least 1"}},
+		{"missing binary", "kubelet", false, bench.CompareOptions{Kubelet: filepath.Join(dir, "nope"), Runs: 1}, []string{"--kubelet-bin", "nope", "not a usable kubelet"}},
+		{"not executable", "kubelet", false, bench.CompareOptions{Kubelet: notExec, Runs: 1}, []string{"--kubelet-bin", notExec, "not a usable kubelet"}},
+		{"not a kubelet", "kubelet", false, bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--kubelet-bin", fake, "not a kubelet", "Something else"}},
+		{"external twice", "kubelet", true, bench.CompareOptions{Kubelet: fake, Runs: 1}, []string{"--external-runtime", "--compare", "already"}},
 	} {
 		opts := tc.opts
-		err := checkCompare(context.Background(), tc.compare, &opts)
+		err := checkCompare(context.Background(), tc.compare, tc.external, &opts)
 		if err == nil {
 			t.Errorf("%s: accepted", tc.name)
 			continue
@@ -56,7 +58,7 @@ func TestCheckCompareAccepts(t *testing.T) {
 	// process runs elsewhere.
 	t.Chdir(dir)
 	opts := bench.CompareOptions{Kubelet: "kubelet", Runs: 2}
-	if err := checkCompare(context.Background(), "kubelet", &opts); err != nil {
+	if err := checkCompare(context.Background(), "kubelet", false, &opts); err != nil {
 		t.Fatal(err)
 	}
 	if opts.Kubelet != fake {
@@ -64,7 +66,7 @@ func TestCheckCompareAccepts(t *testing.T) {
 	}
 	// Without --compare a kubelet binary is not used, so not checked.
 	opts = bench.CompareOptions{Kubelet: filepath.Join(dir, "nope"), Runs: 0}
-	if err := checkCompare(context.Background(), "", &opts); err != nil || opts.Kubelet != "" {
+	if err := checkCompare(context.Background(), "", true, &opts); err != nil || opts.Kubelet != "" {
 		t.Errorf("without --compare: %v, kubelet %q; want no error and no kubelet", err, opts.Kubelet)
 	}
 }

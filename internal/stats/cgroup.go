@@ -151,37 +151,37 @@ func (c cgroupFS) processCount(p string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := os.Stat(dir); err != nil {
+	var lists [][]byte
+	if err := collectProcs(dir, &lists); err != nil {
 		return 0, fmt.Errorf("process count of cgroup %s: %w", p, err)
 	}
-	var lists [][]byte
-	walkErr := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			// A child cgroup removed while being walked holds no processes.
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		data, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-		// A v2 threaded cgroup refuses to list processes: its threaded
-		// domain, an ancestor, lists them.
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.EOPNOTSUPP) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		lists = append(lists, data)
-		return nil
-	})
-	if walkErr != nil {
-		return 0, fmt.Errorf("process count of cgroup %s: %w", p, walkErr)
-	}
 	return countProcesses(lists), nil
+}
+
+// collectProcs appends the cgroup.procs of the cgroup at dir and of every
+// cgroup below it to lists. The cgroup at dir must exist; one below it
+// removed meanwhile held no processes.
+func collectProcs(dir string, lists *[][]byte) error {
+	children, err := subdirs(dir)
+	if err != nil {
+		return err
+	}
+	data, err := readFile(filepath.Join(dir, "cgroup.procs"))
+	switch {
+	case err == nil:
+		*lists = append(*lists, data)
+	// Removed since it was listed; or a v2 threaded cgroup, which refuses
+	// to list processes: its threaded domain, an ancestor, lists them.
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.EOPNOTSUPP):
+	default:
+		return err
+	}
+	for _, name := range children {
+		if err := collectProcs(filepath.Join(dir, name), lists); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // countProcesses is the number of distinct PIDs in a set of cgroup.procs
@@ -199,7 +199,7 @@ func countProcesses(lists [][]byte) uint64 {
 }
 
 func readFlatKeyed(file string) (map[string]uint64, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func readFlatKeyed(file string) (map[string]uint64, error) {
 }
 
 func readUint(file string) (uint64, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +220,7 @@ func readUint(file string) (uint64, error) {
 
 // readMax reads a v2 limit file: a number, or "max" (limited = false).
 func readMax(file string) (v uint64, limited bool, err error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return 0, false, err
 	}
@@ -296,7 +296,7 @@ func (c cgroupFS) firstProcess(p string) (int, error) {
 		return 0, err
 	}
 	file := filepath.Join(dir, "cgroup.procs")
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return 0, err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -60,7 +59,7 @@ func rootCPUUsage(cg cgroupFS, procFS string) (uint64, error) {
 		}
 	}
 	file := filepath.Join(procFS, "stat")
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return 0, err
 	}

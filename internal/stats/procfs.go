@@ -15,7 +15,7 @@ import (
 // readMeminfo reads <procFS>/meminfo, in bytes by field.
 func readMeminfo(procFS string) (map[string]uint64, error) {
 	file := filepath.Join(procFS, "meminfo")
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func readMeminfo(procFS string) (map[string]uint64, error) {
 // node's.
 func bootTime(procFS string) (time.Time, error) {
 	file := filepath.Join(procFS, "stat")
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -79,7 +79,7 @@ func maxPID(procFS string) (*int64, error) {
 // whose count is 16 bits wide and wraps above 65535.
 func runningTasks(procFS string) (int64, error) {
 	file := filepath.Join(procFS, "loadavg")
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return 0, err
 	}

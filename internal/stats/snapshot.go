@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -229,7 +228,7 @@ func (p *Provider) sandboxSample(pod *v1.Pod, sb *runtimeapi.PodSandbox, cg *cgr
 		return out
 	}
 	file := filepath.Join(p.opts.ProcFS, strconv.Itoa(pid), "net", "dev")
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err == nil {
 		out.Network, err = parseNetDev(file, data, metav1.NewTime(p.opts.Clock.Now()))
 	}
@@ -333,7 +332,7 @@ func (d *deviceNames) name(path string) string {
 // readMountSources maps each device number to its mount source; empty
 // when mountinfo cannot be read.
 func readMountSources(file string) map[uint64]string {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return map[uint64]string{}
 	}
