@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -146,41 +147,54 @@ func startFloorContainer(ctx context.Context, cri *runtime.Service, sandboxID st
 	return cid, time.Unix(0, st.StartedAt), nil
 }
 
-// reactionFloor kills a container's process kills times, each time
-// creating and starting the replacement at once, and returns the times
-// from each kill to the replacement's start.
-func reactionFloor(ctx context.Context, n nodeUnderTest, kills int) (took []time.Duration, err error) {
-	p := floorPod{name: "react-floor", hostNetwork: true, command: sleepCommand}
-	sb := floorSandbox(p, filepath.Join(n.dir(), "floor-logs"))
-	id, err := n.criService().RunPodSandbox(ctx, sb)
-	if err != nil {
+// reactionFloor is the reaction's floor: a pod whose container the harness
+// kills and at once replaces through the CRI, as a perfect agent would.
+type reactionFloor struct {
+	cri       *runtime.Service
+	n         nodeUnderTest
+	p         floorPod
+	sb        *runtimeapi.PodSandboxConfig
+	sandbox   string
+	container string
+	attempt   uint32
+}
+
+// startReactionFloor runs the floor's pod on n's runtime; remove removes it.
+func startReactionFloor(ctx context.Context, n nodeUnderTest) (*reactionFloor, error) {
+	f := &reactionFloor{cri: n.criService(), n: n, p: floorPod{name: "react-floor", hostNetwork: true, command: sleepCommand}}
+	f.sb = floorSandbox(f.p, filepath.Join(n.dir(), "floor-logs"))
+	var err error
+	if f.sandbox, err = f.cri.RunPodSandbox(ctx, f.sb); err != nil {
 		return nil, err
 	}
-	defer func() {
-		if rmErr := removeSandboxes(ctx, n.criService(), []string{id}); err == nil {
-			err = rmErr
-		}
-	}()
-	cid, _, err := startFloorContainer(ctx, n.criService(), id, sb, p, 0)
+	if f.container, _, err = startFloorContainer(ctx, f.cri, f.sandbox, f.sb, f.p, 0); err != nil {
+		return nil, errors.Join(err, f.remove(ctx))
+	}
+	return f, nil
+}
+
+// kill kills the floor's container process, creates and starts its
+// replacement at once, and returns the time from the kill to the
+// runtime's start.
+func (f *reactionFloor) kill(ctx context.Context) (time.Duration, error) {
+	pid, err := containerPid(ctx, f.n, f.container)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	for attempt := 1; attempt <= kills; attempt++ {
-		pid, err := containerPid(ctx, n, cid)
-		if err != nil {
-			return nil, err
-		}
-		killed := time.Now()
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return nil, fmt.Errorf("kill pid %d: %w", pid, err)
-		}
-		var started time.Time
-		if cid, started, err = startFloorContainer(ctx, n.criService(), id, sb, p, uint32(attempt)); err != nil {
-			return nil, err
-		}
-		took = append(took, started.Sub(killed))
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return 0, fmt.Errorf("kill pid %d: %w", pid, err)
 	}
-	return took, nil
+	f.attempt++
+	var started time.Time
+	if f.container, started, err = startFloorContainer(ctx, f.cri, f.sandbox, f.sb, f.p, f.attempt); err != nil {
+		return 0, err
+	}
+	return started.Sub(killed), nil
+}
+
+func (f *reactionFloor) remove(ctx context.Context) error {
+	return removeSandboxes(ctx, f.cri, []string{f.sandbox})
 }
 
 func runFloorPod(ctx context.Context, n nodeUnderTest, p floorPod, started *time.Time) (string, error) {

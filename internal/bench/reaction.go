@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -23,16 +24,18 @@ type ReactionResult struct {
 	CreateAndStart Latency `json:"create_and_start"`
 	// Floor is the same kill with the harness as a perfect agent: it kills
 	// the process and at once creates and starts the replacement through
-	// the CRI, from the kill to the runtime's start. On berth's runtime
-	// only: the kubelet would remove the harness's pod.
+	// the CRI, from the kill to the runtime's start. Each of the agent's
+	// kills is followed by one of the floor's, so that both see the
+	// machine as it is at the time. On berth's runtime only: the kubelet
+	// would remove the harness's pod.
 	Floor Latency `json:"floor"`
 }
 
 // runReaction kills one container in each of kills pods, one pod at a
 // time, so that every kill is its container's first and the crash-loop
 // back-off (which starts only after a restart) never delays it.
-func runReaction(ctx context.Context, n nodeUnderTest, kills int) (ReactionResult, error) {
-	res := ReactionResult{Kills: kills}
+func runReaction(ctx context.Context, n nodeUnderTest, kills int) (res ReactionResult, err error) {
+	res.Kills = kills
 	names := make([]string, kills)
 	for i := range names {
 		names[i] = fmt.Sprintf("react-%03d", i)
@@ -40,14 +43,25 @@ func runReaction(ctx context.Context, n nodeUnderTest, kills int) (ReactionResul
 			return res, err
 		}
 	}
-	err := poll(ctx, 5*time.Minute, 200*time.Millisecond, func() (bool, error) {
+	err = poll(ctx, 5*time.Minute, 200*time.Millisecond, func() (bool, error) {
 		starts, err := containerStarts(ctx, n, startupNamespace)
 		return err == nil && len(starts) == kills, nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("reaction pods running: %w", err)
 	}
-	var took, exit, decide, createStart []time.Duration
+	var floor *reactionFloor
+	if _, isBerth := n.(*node); isBerth {
+		if floor, err = startReactionFloor(ctx, n); err != nil {
+			return res, fmt.Errorf("reaction floor: %w", err)
+		}
+		defer func() {
+			if floor != nil { // not removed yet: a kill failed
+				err = errors.Join(err, floor.remove(ctx))
+			}
+		}()
+	}
+	var took, exit, decide, createStart, floorTook []time.Duration
 	for _, name := range names {
 		r, err := killAndWait(ctx, n, n.podName(name))
 		if err != nil {
@@ -57,21 +71,27 @@ func runReaction(ctx context.Context, n nodeUnderTest, kills int) (ReactionResul
 		exit = append(exit, r.finished.Sub(r.killed))
 		decide = append(decide, r.created.Sub(r.finished))
 		createStart = append(createStart, r.started.Sub(r.created))
+		if floor == nil {
+			continue
+		}
+		d, err := floor.kill(ctx)
+		if err != nil {
+			return res, fmt.Errorf("reaction floor: %w", err)
+		}
+		floorTook = append(floorTook, d)
 	}
 	res.Restart, res.Exit, res.Decide, res.CreateAndStart = Summarize(took), Summarize(exit), Summarize(decide), Summarize(createStart)
-	if err := n.clearManifests(ctx, 5*time.Minute); err != nil {
-		return res, err
+	if floor != nil {
+		res.Floor = Summarize(floorTook)
+		// Before the manifests: clearing them waits for the runtime to
+		// hold no sandbox at all.
+		f := floor
+		floor = nil
+		if err := f.remove(ctx); err != nil {
+			return res, fmt.Errorf("reaction floor: %w", err)
+		}
 	}
-	// Beside berth only, as the start-up floor.
-	if _, isBerth := n.(*node); !isBerth {
-		return res, nil
-	}
-	floor, err := reactionFloor(ctx, n, kills)
-	if err != nil {
-		return res, fmt.Errorf("reaction floor: %w", err)
-	}
-	res.Floor = Summarize(floor)
-	return res, nil
+	return res, n.clearManifests(ctx, 5*time.Minute)
 }
 
 // restart is one kill and its replacement: when the harness killed the
