@@ -219,10 +219,13 @@ func (s *Service) RemoveContainer(ctx context.Context, id string) error {
 
 // ExecSync runs cmd in a container and waits for it, up to timeout.
 func (s *Service) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error) {
-	// The CRI timeout is in whole seconds; the context gets a little more so
-	// the runtime's own timeout error wins when both fire.
+	// The CRI timeout is in whole seconds. The call's deadline is the
+	// kubelet's: the command's timeout plus the runtime request timeout, for
+	// the runtime to kill the command and reap it. A caller that gave up
+	// sooner would send its next probe while the runtime still works on this
+	// one: on a loaded node the execs in flight would pile up without bound.
 	secs := int64((timeout + time.Second - 1) / time.Second)
-	ctx, cancel := withTimeout(ctx, timeout+5*time.Second)
+	ctx, cancel := withTimeout(ctx, s.callTimeout+timeout)
 	defer cancel()
 	resp, err := s.rs.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: secs})
 	if err != nil {

@@ -22,6 +22,7 @@ type fakeCRI struct {
 	err         error
 	gotFilter   *runtimeapi.ContainerStatsFilter
 	gotDeadline time.Duration
+	gotExec     *runtimeapi.ExecSyncRequest
 }
 
 func (f *fakeCRI) deadline(ctx context.Context) {
