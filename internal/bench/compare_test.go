@@ -97,7 +97,8 @@ func TestFiguresOfBerthOnly(t *testing.T) {
 	}
 	berth := &Report{
 		Startup: []StartupResult{{Network: "host", Pods: 3, CRICallsPerPod: []CRICalls{{"RunPodSandbox", 1}, {"ListContainers", 2.5}}}},
-		Steady:  []SteadyResult{{Pods: 3, ProbesPerSecond: 6, CRICallsPerSecond: []CRICalls{{"ExecSync", 3}, {"ListContainers", 1}}}},
+		Steady: []SteadyResult{{Pods: 3, ProbesPerSecond: 6, CRICallsPerSecond: []CRICalls{{"ExecSync", 3}, {"ListContainers", 1}},
+			ExecFloor: &ExecFloor{PerSecond: 14.5, MachineCPUMsPerExec: 138}}},
 		Density: []DensityResult{{Pods: 5, Network: "bridge", DensityBerth: &DensityBerth{RelistMeanMs: 3, PodSyncMeanMs: 4}}},
 	}
 	names := func(fs []figure) map[string]float64 {
@@ -109,8 +110,10 @@ func TestFiguresOfBerthOnly(t *testing.T) {
 	}
 	k, b := names(figuresOf(kubelet)), names(figuresOf(berth))
 	berthOnly := map[string]float64{
-		"density, 5 pods, bridge: relist mean (berth's metrics)":   3,
-		"density, 5 pods, bridge: pod sync mean (berth's metrics)": 4,
+		"density, 5 pods, bridge: relist mean (berth's metrics)":              3,
+		"density, 5 pods, bridge: pod sync mean (berth's metrics)":            4,
+		"steady state, 3 pods: runtime alone: execs a second at most (floor)": 14.5,
+		"steady state, 3 pods: runtime alone: machine CPU per exec (floor)":   138,
 	}
 	for name, want := range berthOnly {
 		if v, ok := k[name]; ok {
@@ -154,6 +157,7 @@ func TestBerthOnlyFieldsAbsentFromJSON(t *testing.T) {
 	}{
 		{"start-up", StartupResult{}, []string{"phases_mean_ms"}},
 		{"density", DensityResult{}, []string{"relist_mean_ms", "relist_p99_ms", "pod_sync_mean_ms", "pod_sync_p99_ms"}},
+		{"steady state", SteadyResult{}, []string{"exec_floor"}},
 	} {
 		data, err := json.Marshal(tc.v)
 		if err != nil {

@@ -77,6 +77,11 @@ func steadyFigures(s SteadyResult) []figure {
 		// this is what each costs per probe it ran.
 		out = append(out, figure{sc, "agent CPU per probe", "ms", round3(s.Berth.Cores / s.ProbesPerSecond * 1000)})
 	}
+	if f := s.ExecFloor; f != nil { // beside berth only
+		out = append(out,
+			figure{sc, "runtime alone: execs a second at most (floor)", "1/s", f.PerSecond},
+			figure{sc, "runtime alone: machine CPU per exec (floor)", "ms", f.MachineCPUMsPerExec})
+	}
 	out = append(out, figure{sc, "CRI calls (agent's metrics)", "1/s", sumCalls(s.CRICallsPerSecond)})
 	for _, c := range s.CRICallsPerSecond {
 		out = append(out, figure{sc, "CRI calls: " + c.Operation, "1/s", c.Calls})

@@ -275,6 +275,10 @@ func WriteTable(w io.Writer, r *Report) error {
 		for _, s := range r.Steady {
 			probes := fmt.Sprintf("%.0f", s.ProbesPerSecond)
 			p("pods %d: %d Running at the start, %s probes/s, %.1f failed/s, %d restarts, %d Ready at the end\n", s.Pods, s.RunningAtStart, probes, s.FailedProbesPerSecond, s.Restarts, s.ReadyAtEnd)
+			if f := s.ExecFloor; f != nil {
+				p("pods %d: the runtime alone ran %.1f execs/s at most (%d at once, %.0f ms of the machine's CPU each; one at a time p50 %.0f ms); the pods ask for %d exec probes/s\n",
+					s.Pods, f.PerSecond, f.InFlight, f.MachineCPUMsPerExec, f.OneAtATime.P50, s.Pods)
+			}
 			p("pods %d: CRI calls/s\t%s\n", s.Pods, formatCalls(s.CRICallsPerSecond))
 			if len(s.ServedCRICallsPerSecond) > 0 {
 				p("pods %d: CRI calls/s containerd served\t%s\n", s.Pods, formatCalls(s.ServedCRICallsPerSecond))

@@ -43,6 +43,11 @@ type SteadyResult struct {
 	// the harness started (the kubelet's, berth's external one): berth's
 	// managed containerd serves no metrics.
 	ServedCRICallsPerSecond []CRICalls `json:"served_cri_calls_per_second"`
+	// ExecFloor is the runtime's exec rate with no agent, measured on the
+	// idle node before the pods start; the pods ask for one exec probe
+	// each a second (steadyManifest). Beside berth only, as the other
+	// floors: the kubelet would remove the harness's pod.
+	ExecFloor *ExecFloor `json:"exec_floor,omitempty"`
 }
 
 const (
@@ -56,6 +61,13 @@ const (
 
 func runSteady(ctx context.Context, n nodeUnderTest, pods int, window time.Duration, profileDir string) (SteadyResult, error) {
 	res := SteadyResult{Pods: pods}
+	if _, isBerth := n.(*node); isBerth {
+		f, err := runExecFloor(ctx, n, execFloorInFlight())
+		if err != nil {
+			return res, err
+		}
+		res.ExecFloor = &f
+	}
 	if err := startSteadyPods(ctx, n, &res); err != nil {
 		return res, err
 	}
