@@ -89,9 +89,9 @@ func runExecFloor(ctx context.Context, n nodeUnderTest, inFlight int) (res ExecF
 }
 
 // execsAtOnce runs exec in inFlight goroutines, each one call after the
-// other, until window has passed or a call fails, and returns how many calls finished,
-// the machine's CPU time meanwhile and the time from the first call to
-// the last one's end.
+// other, until window has passed or a call fails, and returns how many
+// calls finished, the machine's CPU time meanwhile and the time from the
+// first call to the last one's end.
 func execsAtOnce(ctx context.Context, inFlight int, window time.Duration, exec func() error) (int64, time.Duration, time.Duration, error) {
 	cpuBefore, err := machineCPU()
 	if err != nil {

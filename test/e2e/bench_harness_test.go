@@ -75,6 +75,13 @@ func TestBenchHarness(t *testing.T) {
 		r.Steady[0].Containerd.Processes != 1 || r.Steady[0].Shims.Processes != 2 {
 		t.Errorf("steady state: %+v", r.Steady)
 	}
+	// The exec floor ran before the pods, in a pod of its own that is gone
+	// (the shims counted above are the two pods').
+	if len(r.Steady) == 1 {
+		if f := r.Steady[0].ExecFloor; f == nil || f.OneAtATime.N != 20 || f.OneAtATime.P50 <= 0 || f.PerSecond <= 0 || f.InFlight < 4 || f.MachineCPUMsPerExec <= 0 {
+			t.Errorf("steady state's exec floor: %+v", f)
+		}
+	}
 	if len(r.Density) != 1 || r.Density[0].Running != 3 || r.Density[0].StatusFreshness.N != 3 || r.Density[0].DensityBerth == nil || r.Density[0].RelistMeanMs <= 0 {
 		t.Errorf("density: %+v", r.Density)
 	}
