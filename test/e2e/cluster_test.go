@@ -607,8 +607,9 @@ spec:
 		start := time.Now()
 		// One exec readiness probe a pod every 10 s, not every second: 30
 		// execs a second are more than 2 cores can run. On the CI machine of
-		// 2026-11-29 runc exec took about 140 ms of CPU, 14 a second at most,
-		// and with 33 a second asked for every probe timed out: the kubelet
+		// 2026-11-29 the runtime ran 13-15 execs a second at most, about
+		// 100 ms of the machine's CPU each (berth-bench's exec floor), and
+		// with 33 a second asked for every probe timed out: the kubelet
 		// would fare the same. Ready still comes from the first probe.
 		many := strings.NewReplacer("maxSkew: 1", "maxSkew: 2", "periodSeconds: 1\n", "periodSeconds: 10\n").
 			Replace(deploymentYAML("many", 30))
